@@ -150,10 +150,15 @@ class _Body:
         if size > MAX_ELEMENTS:
             raise Unsupported(f"a body value of {size} elements (the kernel takes at most "
                               f"{MAX_ELEMENTS})")
+        self.widest = max(self.widest, size)
+        return self.buffer(name, dtype, size * copies)
+
+    def buffer(self, name: str, dtype, size: int) -> str:
+        """Declares ``name``, ``size`` (at least one) elements of ``dtype`` in the working set
+        (16-byte aligned); returns ``name``."""
         self.offset = (self.offset + 15) // 16 * 16
         self.decls.append(f"{ctype(dtype)}* const {name} = ({ctype(dtype)}*)(plax_work + {self.offset});")
-        self.offset += max(size, 1) * np.dtype(dtype).itemsize * copies
-        self.widest = max(self.widest, size)
+        self.offset += size * np.dtype(dtype).itemsize
         return name
 
     def read(self, atom, index: str) -> str:
@@ -612,28 +617,47 @@ def _arg_reduction(body: _Body, eqn) -> None:
                    f"{body.where[id(out)]}[i] = {red.store('acc', out.aval.dtype)};"])
 
 
-#: the cumulative primitives the kernel takes: the Reduction kind each folds with
-_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+#: the cumulative primitives the kernel takes: the Reduction kind each folds with (None:
+#: cumlogsumexp, folded with the row kernels' ``plax_logaddexp``)
+_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
+               "cumlogsumexp": None}
 
 
 def _cumulative(body: _Body, eqn) -> None:
-    """cumsum/cumprod/cummax/cummin along ``axis``: a thread per result element folding the
-    elements up to it in order (from the end under ``reverse``), as the reference does."""
+    """cumsum/cumprod/cummax/cummin/cumlogsumexp along ``axis``: a thread per result element
+    folding the elements up to it in order (from the end under ``reverse``), as the reference
+    does. cumlogsumexp folds with ``plax_logaddexp``
+    (:data:`plax_cupy.special_source.LOGADDEXP_SOURCE`, the row kernels' combine: NumPy's
+    ``logaddexp`` rules for NaN and infinities) in the value type (float16 and bfloat16 in
+    float, as the reference accumulates them), from the first element itself (as
+    ``np.logaddexp.accumulate`` starts: a leading ``-0.0`` stays ``-0.0``)."""
     op, out = eqn.invars[0], eqn.outvars[0]
-    red = _fold(_CUMULATIVE[eqn.primitive.name], op.aval.dtype, eqn.primitive.name)
+    kind = _CUMULATIVE[eqn.primitive.name]
     shape = tuple(op.aval.shape)
     axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
     st = _strides(shape)
-    at = _offset([f"r * {st[d]}" if d == axis else f"q{d} * {st[d]}"
-                  for d in range(len(shape)) if shape[d] != 1 or d == axis])
-    walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
-            else f"for (int r = 0; r <= q{axis}; ++r)")
+    def at_(r: str) -> str:   # (the element at position r of the thread's row)
+        return _offset([f"{r} * {st[d]}" if d == axis else f"q{d} * {st[d]}"
+                        for d in range(len(shape)) if shape[d] != 1 or d == axis])
+    at = at_("r")
     n = math.prod(shape)
     body.work += n * shape[axis]
-    body.phase(n, _index(shape) + [
-        f"{ctype(red.acc)} acc = {red.init};",
-        f"{walk} acc = {red.combine('acc', codegen._to_acc(body.read(op, at), red))};",
-        f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
+    if kind is None:   # (logsumexp: no identity that leaves -0.0 as it is; start from the end)
+        first = shape[axis] - 1 if reverse else 0
+        acc_t, init = value_ctype(op.aval.dtype), body.read(op, at_(str(first)))
+        fold = f"plax_logaddexp(acc, {body.read(op, at)})"
+        walk = (f"for (int r = {first - 1}; r >= q{axis}; --r)" if reverse
+                else f"for (int r = 1; r <= q{axis}; ++r)")
+        stored = store_expr("acc", out.aval.dtype)
+    else:
+        red = _fold(kind, op.aval.dtype, eqn.primitive.name)
+        acc_t, init = ctype(red.acc), red.init
+        fold = red.combine("acc", codegen._to_acc(body.read(op, at), red))
+        walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
+                else f"for (int r = 0; r <= q{axis}; ++r)")
+        stored = store_expr("acc", out.aval.dtype, red.acc)
+    body.phase(n, _index(shape) + [f"{acc_t} acc = {init};", f"{walk} acc = {fold};",
+                                   f"{body.where[id(out)]}[i] = {stored};"])
 
 
 def _parts(body: _Body, eqn) -> None:
@@ -654,6 +678,90 @@ def _parts(body: _Body, eqn) -> None:
                      for d in range(len(oshape)) if oshape[d] != 1]
             start += int(out.aval.shape[axis])
         _store_phase(body, eqn, body.read(op, _offset(terms)), result=k)
+
+
+#: the most elements along a ``sort``'s axis the kernel sorts: a bitonic network over the next
+#: power of two ``w`` takes ``log2(w) (log2(w) + 1) / 2`` phases a step, each behind a barrier
+#: (55 at 1024); a longer axis keeps the host loop (the library sort)
+MAX_SORT = 1024
+
+#: the order ``sort`` compares keys in (the reference's: NaN after every number whatever its
+#: sign, ``-0.0`` tied with ``0.0``, complex values by real part then imaginary part, each
+#: NaN-last), as -1, 0 or 1 (``a`` before, tied with, after ``b``)
+SORT_SOURCE = r"""#ifndef PLAX_SORT_CMP
+#define PLAX_SORT_CMP
+template <typename T> __device__ __forceinline__ int plax_sort_cmp(T a, T b) {
+  bool tie;
+  if (plax_nan_last_less(a, b, &tie)) return -1;
+  return tie ? 0 : 1;
+}
+template <typename T> __device__ __forceinline__ int plax_sort_cmp(plax_complex<T> a, plax_complex<T> b) {
+  return plax_csort_less(a, b) ? -1 : plax_csort_less(b, a) ? 1 : 0;
+}
+#endif
+"""
+
+
+def _sort(body: _Body, eqn) -> None:
+    """sort (``num_keys`` keys, any further operands carried along) along ``dimension``: a
+    bitonic network over each row's positions, padded to a power of two ``w`` (a padding
+    position after every element), sorting the *positions* (``int``, in two buffers of
+    ``rows * w`` read and written alternately), a phase per stage: element ``i`` of a stage
+    takes the earlier or the later of its own position and its partner's (``p ^ j``), compared
+    by the keys in order (:data:`SORT_SOURCE`), then by position -- a strict total order, so the
+    network gives the one stable order (``is_stable`` or not: a stable result is a valid
+    unstable one, and the reference's). A last phase reads every operand at its sorted
+    position. Up to :data:`MAX_SORT` elements along the axis."""
+    p = eqn.params
+    dim, num_keys = int(p["dimension"]), int(p["num_keys"])
+    ops = eqn.invars
+    shape = tuple(ops[0].aval.shape)
+    n = shape[dim]
+    if n > MAX_SORT:
+        raise Unsupported(f"sort of {n} elements along its axis (the kernel sorts at most {MAX_SORT})")
+    size = math.prod(shape)
+    if size == 0:
+        return
+    inner = math.prod(shape[dim + 1:])
+    rows, w = size // n, 1 << (n - 1).bit_length()
+    row_base = f"(r / {inner}) * {n * inner}LL + r % {inner}" if inner > 1 else f"r * {n}LL"
+    k0 = body.fresh()
+    perm = [body.buffer(f"{k0}_{half}", np.int32, rows * w) for half in "ab"]
+
+    def key_order(a: str, b: str) -> list[str]:   # c: -1 where position b comes before a
+        lines = [f"const long long base = {row_base};", "int c = 0;"]
+        for key in ops[:num_keys]:
+            x, y = (body.read(key, f"base + {pos} * {inner}LL") for pos in (b, a))
+            lines.append(f"{'if (c == 0) ' if len(lines) > 2 else ''}c = plax_sort_cmp({x}, {y});")
+        return lines
+    src, stages = None, 0
+    size_k = 2
+    while size_k <= w:
+        j = size_k // 2
+        while j:
+            dst = perm[stages % 2]
+            a, b = (f"{src}[i]", f"{src}[r * {w} + q]") if src else ("p", "q")
+            order = key_order("a", "b")
+            body.phase(rows * w, [
+                f"const int r = i / {w}, p = i % {w}, q = p ^ {j};",
+                f"const int a = {a}, b = {b};",
+                "bool before;   // (b before a: a padding position is after everything)",
+                f"if (b >= {n}) before = false; else if (a >= {n}) before = true; else {{",
+                *["  " + line for line in order],
+                "  before = c != 0 ? c < 0 : b < a;", "}",
+                f"{dst}[i] = ((p & {size_k}) == 0) == (p < q) ? (before ? b : a) : (before ? a : b);"])
+            src, stages = dst, stages + 1
+            j //= 2
+        size_k *= 2
+    body.work += rows * w * stages * num_keys + size * len(ops)
+    st_lines = [f"const int p = (i / {inner}) % {n};"]
+    if src:
+        st_lines += [f"const long long r = (i / {n * inner}LL) * {inner} + i % {inner};",
+                     f"const long long at = i + ((long long){src}[r * {w} + p] - p) * {inner};"]
+    at = "at" if src else "i"
+    body.phase(size, st_lines + [f"{body.where[id(out)]}[i] = "
+                                 f"{store_expr(body.read(v, at), out.aval.dtype)};"
+                                 for v, out in zip(ops, eqn.outvars)])
 
 
 def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
@@ -711,6 +819,10 @@ _HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _g
              **{name: _scatter for name in _SCATTERS}, **{name: _cumulative for name in _CUMULATIVE}}
 
 
+#: the handlers of the primitives of several results (each result its own slot)
+_SEVERAL = {"split": _parts, "unstack": _parts, "sort": _sort}
+
+
 def plan_scan(params: dict) -> ScanKernel:
     """The persistent kernel of a ``scan`` equation's parameters.
 
@@ -766,10 +878,10 @@ def plan_scan(params: dict) -> ScanKernel:
     while k < len(eqns):
         eqn = eqns[k]
         prim = eqn.primitive
-        if prim.name in ("split", "unstack"):   # (several results, each its own slot)
+        if prim.name in _SEVERAL:   # (several results, each its own slot)
             for j, v in enumerate(eqn.outvars):
                 body.where[id(v)] = body.slot(v, f"v{k}_{j}")
-            _parts(body, eqn)
+            _SEVERAL[prim.name](body, eqn)
             k += 1
             continue
         if len(eqn.outvars) != 1:
@@ -903,6 +1015,8 @@ def plan_scan(params: dict) -> ScanKernel:
     helpers = special_source.helpers_for(text)
     if body.helpers:   # (argmax/argmin's pair type)
         helpers += codegen.ARG_SOURCE + "".join(t + "\n" for t in sorted(body.helpers))
+    if "plax_sort_cmp(" in text:
+        helpers += SORT_SOURCE
     out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
     out_dtypes = [np.dtype(v.aval.dtype) for v in outs]
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
