@@ -27,7 +27,9 @@ block:
   looping over the contraction (an operand constant across steps, such as an RNN's weights,
   staged in shared memory once before the loop where it fits: :func:`_place_staged`); a
   reduction, ``argmax``/``argmin`` (:class:`plax_cupy.codegen.ArgReduction`'s pair) and
-  ``cumsum``/``cumprod``/``cummax``/``cummin`` a thread per output element folding in order;
+  ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` a thread per output element
+  folding in order; ``sort`` (several keys and operands, up to :data:`MAX_SORT` elements along
+  its axis) a bitonic network over the rows' positions, a phase per stage (:func:`_sort`);
   calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first, and a ``cond``
   becomes its branches and a ``select_n`` (:func:`_branches_selected`); an empty value takes
   no phase;
@@ -40,8 +42,8 @@ step computes what the host loop's kernels compute (reductions and contractions 
 order: float results within the conformance tolerances).
 
 A body the kernel does not express -- a primitive outside the list above (nested control flow,
-host callbacks, cuSOLVER/cuFFT operations, sort, ``cumlogsumexp``...), complex contractions, a value
-over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
+host callbacks, cuSOLVER/cuFFT operations...), complex contractions, a sort of more than
+:data:`MAX_SORT` elements along its axis, a value over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
 :data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
 kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
 and the scan keeps the host loop (``Compiled.as_text()`` says why).
@@ -1026,4 +1028,4 @@ def plan_scan(params: dict) -> ScanKernel:
                       body_consts=list(closed.consts))
 
 
-__all__ = ["MAX_ELEMENTS", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES", "ScanKernel", "plan_scan"]
+__all__ = ["MAX_ELEMENTS", "MAX_SORT", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES", "SORT_SOURCE", "ScanKernel", "plan_scan"]
