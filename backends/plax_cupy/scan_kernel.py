@@ -60,8 +60,9 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lax.slicing import GatherScatterMode, _scatter_to_gather_dnums, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
+from plax.transforms.call import jit_p
 
-from plax_cupy import codegen, special_source
+from plax_cupy import codegen, codegen_structural, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
 from plax_cupy.dtypes import UnsupportedDtype, ctype, is_floating, value_ctype
 from plax_cupy.gather_index import gather_read
@@ -463,46 +464,45 @@ def _dot(body: _Body, eqn) -> None:
 
 
 def _pad(body: _Body, eqn) -> None:
-    """pad: element ``q`` reads the operand at ``(q - low) / (interior + 1)`` on each axis
-    where that lands on an operand element (low and high may be negative: the position
-    starts before the operand, or the result stops inside it), else the padding value."""
+    """pad: element ``q`` reads the operand where
+    :func:`plax_cupy.codegen_structural.pad_map` lands it on an operand element (low and high
+    may be negative: the position starts before the operand, or the result stops inside it),
+    else the padding value."""
     op, value = eqn.invars
-    oshape = tuple(op.aval.shape)
-    st = _strides(oshape)
-    lines, inside, terms = [], [], []
-    for d, (lo, _, interior) in enumerate(eqn.params["padding_config"]):
-        step = int(interior) + 1
-        lines.append(f"const long long p{d} = (long long)q{d} - ({int(lo)}LL);")
-        pos = f"p{d}" if step == 1 else f"(p{d} / {step})"
-        inside += [f"p{d} >= 0", f"{pos} < {oshape[d]}"] + ([f"p{d} % {step} == 0"] if step > 1 else [])
-        terms.append(f"{pos} * {st[d]}")
-    read = body.read(op, _offset(terms))
-    _store_phase(body, eqn, f"({' && '.join(inside)}) ? {read} : {body.read(value, '0')}"
-                 if inside else read, lines=lines)
+    lines: list[str] = []
+
+    def name(expr: str) -> str:
+        local = body.fresh()
+        lines.append(f"const long long {local} = {expr};")
+        return local
+    condition, flat = codegen_structural.pad_map(
+        [f"q{d}" for d in range(len(op.aval.shape))], tuple(op.aval.shape),
+        eqn.params["padding_config"], name)
+    # (an index nothing reads -- the axis is of size 1, no condition on it -- would be an NVRTC
+    # warning)
+    lines = [line for line in lines if re.search(rf"\b{line.split()[3]}\b", f"{condition} {flat}")]
+    read = body.read(op, flat)
+    _store_phase(body, eqn, read if condition is None else
+                 f"{condition} ? {read} : {body.read(value, '0')}", lines=lines)
 
 
 def _joined(body: _Body, eqn) -> None:
-    """concatenate (along ``dimension``) and stack (a new ``axis``): element ``q`` reads the
-    operand its position along the axis falls in (a chain of conditionals, the last operand
-    the default)."""
+    """concatenate (along ``dimension``) and stack (a new ``axis``: a concatenation of the
+    operands with a size-1 axis there): element ``q`` reads the operand its position along the
+    axis falls in (:func:`plax_cupy.codegen_structural.concatenate_map`; a chain of
+    conditionals, the last operand the default)."""
     stack = eqn.primitive.name == "stack"
     axis = int(eqn.params["axis" if stack else "dimension"])
-    start, reads = 0, []
-    for v in eqn.invars:
-        vshape = tuple(v.aval.shape)
-        vst = _strides(vshape)
-        if stack:   # (operand axis d is the result's d, or d + 1 past the new axis)
-            terms = [f"q{d + (d >= axis)} * {vst[d]}" for d in range(len(vshape)) if vshape[d] != 1]
-            end = start + 1
-        else:
-            terms = [f"(q{d} - {start}) * {vst[d]}" if d == axis and start else f"q{d} * {vst[d]}"
-                     for d in range(len(vshape)) if vshape[d] != 1]
-            end = start + vshape[axis]
-        reads.append((end, body.read(v, _offset(terms))))
-        start = end
-    value = reads[-1][1]
-    for end, read in reversed(reads[:-1]):
-        value = f"(q{axis} < {end} ? {read} : {value})"
+    shapes = [tuple(v.aval.shape) for v in eqn.invars]
+    if stack:
+        shapes = [s[:axis] + (1,) + s[axis:] for s in shapes]
+    reads = codegen_structural.concatenate_map(
+        [f"q{d}" for d in range(len(eqn.outvars[0].aval.shape))], shapes, axis)
+    if not reads:   # (no operand has elements: neither has the result)
+        return
+    value = body.read(eqn.invars[reads[-1][0]], reads[-1][2])
+    for k, end, flat in reversed(reads[:-1]):
+        value = f"(q{axis} < {end} ? {body.read(eqn.invars[k], flat)} : {value})"
     _store_phase(body, eqn, value)
 
 
@@ -772,19 +772,21 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
     branches and keeps one (what ``vmap`` of a ``cond`` does; the body holds no effects, and a
     branch not taken computes values nobody reads), so the kernel takes a ``cond`` whose
     branches it takes, at the cost of their summed work. The index is clamped into range
-    first, as the host loop clamps it (a ``clamp`` equation). Returns ``jaxpr`` itself where
-    it holds no ``cond``."""
-    if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
+    first, as the host loop clamps it (a ``clamp`` equation). Each branch becomes a ``jit``
+    call of its body, spliced by :func:`plax.lowering.calls.spliced_calls` (with the calls it
+    holds); a ``cond`` inside a branch is selected in turn. Returns ``jaxpr`` itself where it
+    holds no such ``cond``."""
+    def selectable(e) -> bool:
+        return e.primitive is lax.cond_p and bool(e.params.get("branches")) and \
+            not any(b.consts for b in e.params["branches"])
+    if not any(selectable(e) for e in jaxpr.eqns):
         return jaxpr
-
-    def sub(v, names):
-        return names.get(v, v) if isinstance(v, Var) else v
     eqns: list = []
     for e in jaxpr.eqns:   # (the cond's results are the select_n's: nothing after it renamed)
-        branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
-        if not branches or any(b.consts for b in branches):
+        if not selectable(e):
             eqns.append(e)
             continue
+        branches = e.params["branches"]
         index, *operands = e.invars
         if len(branches) > 1:
             bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
@@ -792,17 +794,13 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
             eqns.append(JaxprEqn(lax.clamp_p, [bound[0], index, bound[1]], [clamped], {}))
             index = clamped
         results = []
-        for branch in branches:
-            inner = _branches_selected(spliced_calls(branch.jaxpr))
-            local = dict(zip(inner.invars, operands))
-            for ie in inner.eqns:
-                outs = [Var(v.aval) for v in ie.outvars]
-                eqns.append(JaxprEqn(ie.primitive, [sub(v, local) for v in ie.invars], outs, ie.params))
-                local.update(zip(ie.outvars, outs))
-            results.append([sub(v, local) for v in inner.outvars])
+        for k, branch in enumerate(branches):
+            outs = [Var(v.aval) for v in branch.jaxpr.outvars]
+            eqns.append(JaxprEqn(jit_p, list(operands), outs, {"jaxpr": branch, "name": f"branch{k}"}))
+            results.append(outs)
         for k, out in enumerate(e.outvars):
             eqns.append(JaxprEqn(lax.select_n_p, [index, *(r[k] for r in results)], [out], {}))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+    return _branches_selected(spliced_calls(Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)))
 
 
 def _reshaped_literal(body: _Body, eqn) -> None:
@@ -957,7 +955,7 @@ def plan_scan(params: dict) -> ScanKernel:
         raise Unsupported(f"a working set of {work_bytes} bytes (the kernel takes at most "
                           f"{SCRATCH_BYTES})")
     block = min(MAX_BLOCK, max(32, (body.widest + 31) // 32 * 32))
-    sizes = [max(math.prod(v.aval.shape), 1) for v in carry]
+    sizes = [math.prod(v.aval.shape) for v in carry]   # (an empty carry: never read)
     step_ptrs = [f"    const {ctype(v.aval.dtype)}* const c{j} = cb{j} + (s & 1) * {sizes[j]};"
                  for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    {ctype(v.aval.dtype)}* const cn{j} = cb{j} + ((s + 1) & 1) * {sizes[j]};"
@@ -1015,8 +1013,7 @@ def plan_scan(params: dict) -> ScanKernel:
     src.append("}")
     text = "\n".join(src)
     helpers = special_source.helpers_for(text)
-    if body.helpers:   # (argmax/argmin's pair type)
-        helpers += codegen.ARG_SOURCE + "".join(t + "\n" for t in sorted(body.helpers))
+    helpers += codegen.arg_helpers(body.helpers)   # (argmax/argmin's pair types)
     if "plax_sort_cmp(" in text:
         helpers += SORT_SOURCE
     out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
