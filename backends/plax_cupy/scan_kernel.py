@@ -43,7 +43,8 @@ order: float results within the conformance tolerances).
 
 A body the kernel does not express -- a primitive outside the list above (nested control flow,
 host callbacks, cuSOLVER/cuFFT operations...), complex contractions, a sort of more than
-:data:`MAX_SORT` elements along its axis, a value over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
+:data:`MAX_SORT` elements along its axis, a value over :data:`MAX_ELEMENTS` elements, a
+working set over :data:`SCRATCH_BYTES`, or more than
 :data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
 kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
 and the scan keeps the host loop (``Compiled.as_text()`` says why).
@@ -697,7 +698,8 @@ template <typename T> __device__ __forceinline__ int plax_sort_cmp(T a, T b) {
   if (plax_nan_last_less(a, b, &tie)) return -1;
   return tie ? 0 : 1;
 }
-template <typename T> __device__ __forceinline__ int plax_sort_cmp(plax_complex<T> a, plax_complex<T> b) {
+template <typename T>
+__device__ __forceinline__ int plax_sort_cmp(plax_complex<T> a, plax_complex<T> b) {
   return plax_csort_less(a, b) ? -1 : plax_csort_less(b, a) ? 1 : 0;
 }
 #endif
@@ -720,15 +722,20 @@ def _sort(body: _Body, eqn) -> None:
     shape = tuple(ops[0].aval.shape)
     n = shape[dim]
     if n > MAX_SORT:
-        raise Unsupported(f"sort of {n} elements along its axis (the kernel sorts at most {MAX_SORT})")
+        raise Unsupported(f"sort of {n} elements along its axis (the kernel sorts at most "
+                          f"{MAX_SORT})")
     size = math.prod(shape)
     if size == 0:
         return
     inner = math.prod(shape[dim + 1:])
-    rows, w = size // n, 1 << (n - 1).bit_length()
+    log_w = (n - 1).bit_length()
+    rows, w = size // n, 1 << log_w
     row_base = f"(r / {inner}) * {n * inner}LL + r % {inner}" if inner > 1 else f"r * {n}LL"
     k0 = body.fresh()
-    perm = [body.buffer(f"{k0}_{half}", np.int32, rows * w) for half in "ab"]
+    # (no buffer where no stage writes one -- a row of one element --, one for a single stage:
+    # a buffer nothing reads would be an NVRTC warning)
+    perm = [body.buffer(f"{k0}_{half}", np.int32, rows * w)
+            for half in "ab"[:min(2, log_w * (log_w + 1) // 2)]]
 
     def key_order(a: str, b: str) -> list[str]:   # c: -1 where position b comes before a
         lines = [f"const long long base = {row_base};", "int c = 0;"]
@@ -751,15 +758,16 @@ def _sort(body: _Body, eqn) -> None:
                 f"if (b >= {n}) before = false; else if (a >= {n}) before = true; else {{",
                 *["  " + line for line in order],
                 "  before = c != 0 ? c < 0 : b < a;", "}",
-                f"{dst}[i] = ((p & {size_k}) == 0) == (p < q) ? (before ? b : a) : (before ? a : b);"])
+                f"{dst}[i] = ((p & {size_k}) == 0) == (p < q) ? (before ? b : a) "
+                f": (before ? a : b);"])
             src, stages = dst, stages + 1
             j //= 2
         size_k *= 2
     body.work += rows * w * stages * num_keys + size * len(ops)
-    st_lines = [f"const int p = (i / {inner}) % {n};"]
-    if src:
-        st_lines += [f"const long long r = (i / {n * inner}LL) * {inner} + i % {inner};",
-                     f"const long long at = i + ((long long){src}[r * {w} + p] - p) * {inner};"]
+    # (one element a row: no stage, the operands as they are)
+    st_lines = [f"const int p = (i / {inner}) % {n};",
+                f"const long long r = (i / {n * inner}LL) * {inner} + i % {inner};",
+                f"const long long at = i + ((long long){src}[r * {w} + p] - p) * {inner};"] if src else []
     at = "at" if src else "i"
     body.phase(size, st_lines + [f"{body.where[id(out)]}[i] = "
                                  f"{store_expr(body.read(v, at), out.aval.dtype)};"
@@ -796,11 +804,13 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
         results = []
         for k, branch in enumerate(branches):
             outs = [Var(v.aval) for v in branch.jaxpr.outvars]
-            eqns.append(JaxprEqn(jit_p, list(operands), outs, {"jaxpr": branch, "name": f"branch{k}"}))
+            eqns.append(JaxprEqn(jit_p, list(operands), outs,
+                                 {"jaxpr": branch, "name": f"branch{k}"}))
             results.append(outs)
         for k, out in enumerate(e.outvars):
             eqns.append(JaxprEqn(lax.select_n_p, [index, *(r[k] for r in results)], [out], {}))
-    return _branches_selected(spliced_calls(Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)))
+    called = Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+    return _branches_selected(spliced_calls(called))   # (a cond inside a branch: selected next)
 
 
 def _reshaped_literal(body: _Body, eqn) -> None:
@@ -1025,4 +1035,5 @@ def plan_scan(params: dict) -> ScanKernel:
                       body_consts=list(closed.consts))
 
 
-__all__ = ["MAX_ELEMENTS", "MAX_SORT", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES", "SORT_SOURCE", "ScanKernel", "plan_scan"]
+__all__ = ["MAX_ELEMENTS", "MAX_SORT", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES",
+           "SORT_SOURCE", "ScanKernel", "plan_scan"]
