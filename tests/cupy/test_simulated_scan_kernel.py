@@ -274,6 +274,7 @@ def _forms(consts, carry, xs):
         v = lax.cond(n % 2 == 0, lambda w: w * 1.5, lambda w: jnp.sin(w) + x, v)   # cond
         v = lax.switch(n % 3, [lambda w: w, lambda w: -w[::-1], lambda w: w * x], v)
         srt = jnp.sort(m, axis=0)[1:3].sum(axis=0) + jnp.sort(b, descending=True)[:5]  # sort
+        srt = srt + jnp.sort(s, axis=1)[:, 1] - jnp.sort(v[:, None], axis=1)[:, 0]  # (2 and 1 a row)
         v = v + srt * 0.05 + lax.cumlogsumexp(x, reverse=True) * 0.01               # logsumexp
         return (v, n + 1), (a, lax.cummax(b), amin, jnp.argsort(x), lax.cumlogsumexp(s, axis=0))
     return lax.scan(body, carry, xs)
