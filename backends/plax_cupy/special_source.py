@@ -1,7 +1,9 @@
 """CUDA C++ forms of the functions generated kernels call that CUDA's math library lacks:
 complex ``asin``, ``acos``, ``atan``, ``asinh``, ``acosh``, ``atanh``; ``bessel_i0e`` and
 ``bessel_i1e``; ``digamma``; the incomplete gamma family (``igamma``, ``igammac``,
-``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``.
+``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``; and
+``logaddexp`` as NumPy computes it (``cumlogsumexp``'s combine in the row kernels and in the
+one-kernel scan).
 
 Each form is a snippet of device functions, included in a kernel's translation unit only
 where the kernel calls it (:func:`helpers_for`, after :data:`plax_cupy.codegen.PREAMBLE`), and
