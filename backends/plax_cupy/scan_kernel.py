@@ -181,7 +181,9 @@ class _Body:
         Element ``i`` of every phase is thread ``i % blockDim.x``'s, so a phase reading only
         element ``i`` of the values written since the last barrier reads what its own thread
         wrote: no barrier. Each value is written once a step (its own slot), so a phase never
-        overwrites what an earlier phase of the step reads; the end of the step
+        overwrites what an earlier phase of the step reads (a sort's stages write its two
+        buffers of positions in turn, but each stage reads another thread's element of the one
+        before, so a barrier comes before every stage); the end of the step
         (:meth:`barrier`) separates one step's reads from the next step's writes. A phase of
         no elements (an empty value) is left out."""
         if n == 0:
