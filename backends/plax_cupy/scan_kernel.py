@@ -481,9 +481,6 @@ def _pad(body: _Body, eqn) -> None:
     condition, flat = codegen_structural.pad_map(
         [f"q{d}" for d in range(len(op.aval.shape))], tuple(op.aval.shape),
         eqn.params["padding_config"], name)
-    # (an index nothing reads -- the axis is of size 1, no condition on it -- would be an NVRTC
-    # warning)
-    lines = [line for line in lines if re.search(rf"\b{line.split()[3]}\b", f"{condition} {flat}")]
     read = body.read(op, flat)
     _store_phase(body, eqn, read if condition is None else
                  f"{condition} ? {read} : {body.read(value, '0')}", lines=lines)
