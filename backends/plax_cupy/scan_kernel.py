@@ -736,12 +736,12 @@ def _sort(body: _Body, eqn) -> None:
     perm = [body.buffer(f"{k0}_{half}", np.int32, rows * w)
             for half in "ab"[:min(2, log_w * (log_w + 1) // 2)]]
 
-    def key_order(a: str, b: str) -> list[str]:   # c: -1 where position b comes before a
-        lines = [f"const long long base = {row_base};", "int c = 0;"]
-        for key in ops[:num_keys]:
-            x, y = (body.read(key, f"base + {pos} * {inner}LL") for pos in (b, a))
-            lines.append(f"{'if (c == 0) ' if len(lines) > 2 else ''}c = plax_sort_cmp({x}, {y});")
-        return lines
+    # (the stages' comparison of positions a and b by the keys in order, the same in every
+    # stage: c is -1 where position b comes before a)
+    order = [f"const long long base = {row_base};", "int c = 0;"]
+    for key in ops[:num_keys]:
+        x, y = (body.read(key, f"base + {pos} * {inner}LL") for pos in ("b", "a"))
+        order.append(f"{'if (c == 0) ' if len(order) > 2 else ''}c = plax_sort_cmp({x}, {y});")
     src, stages = None, 0
     size_k = 2
     while size_k <= w:
@@ -749,7 +749,6 @@ def _sort(body: _Body, eqn) -> None:
         while j:
             dst = perm[stages % 2]
             a, b = (f"{src}[i]", f"{src}[r * {w} + q]") if src else ("p", "q")
-            order = key_order("a", "b")
             body.phase(rows * w, [
                 f"const int r = i / {w}, p = i % {w}, q = p ^ {j};",
                 f"const int a = {a}, b = {b};",
