@@ -164,6 +164,14 @@ def workloads() -> list:
     def logsumexp_body(x):
         return lax.scan(lambda c, v: (lax.cumlogsumexp(c + v), None), jnp.zeros(x.shape[1]), x)[0]
 
+    def argsort_body(x):   # sort of two operands (the keys and an iota), descending
+        return lax.scan(lambda c, v: (c + v[jnp.argsort(v, descending=True)], None),
+                        jnp.zeros(x.shape[1]), x)[0]
+
+    def keys_body(x, y):   # two keys, a third operand carried along
+        return lax.scan(lambda c, v: (lax.sort((v[0], v[1], c), num_keys=2)[2] * 0.5 + v[1], None),
+                        jnp.zeros(x.shape[1]), (x, y))[0]
+
     def iota_body(x):
         return lax.scan(lambda c, v: (c + jnp.arange(4.0) * v, None), jnp.zeros(4), x)[0]
 
@@ -215,7 +223,14 @@ def workloads() -> list:
         ("grad lax.switch", grad(lambda x: switch_body(x).sum()), (f32(6, 5),)),
         ("lax.cond in body", cond_body, (sx,)),
         ("sort in body", sort_body, (sx,)),
+        ("grad sort in body", grad(lambda x: sort_body(x)[0].sum()), (sx,)),
+        ("vmap sort in body", plax.vmap(sort_body), (f32(3, 10, 16),)),
+        ("argsort descending", argsort_body, (sx,)),
+        ("sort: two keys", keys_body, (np.round(sx), f32(10, 16))),
+        ("sort past the cap", sort_body, (f32(2, 2048),)),
         ("cumlogsumexp in body", logsumexp_body, (sx,)),
+        ("grad cumlogsumexp", grad(lambda x: logsumexp_body(x).sum()), (sx,)),
+        ("vmap cumlogsumexp", plax.vmap(logsumexp_body), (f32(3, 10, 16),)),
         ("rnn 1024 wide", rnn, (f32(1024, 1024) * 0.03, f32(1024), f32(4, 1024))),
         ("iota in body", iota_body, (np.arange(5, dtype=np.float32),)),
     ]

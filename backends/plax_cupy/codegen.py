@@ -1416,6 +1416,24 @@ __device__ __forceinline__ plax_arg<T, I> plax_arg_next(plax_arg<T, I> a, plax_a
 """
 
 
+def arg_helpers(typedefs) -> str:
+    """The source a kernel accumulating ``argmax``/``argmin`` pairs places after the preamble:
+    :data:`ARG_SOURCE` and the pair types it names (:attr:`ArgReduction.typedef`), each once,
+    in a fixed order; ``""`` for none.
+
+    Args:
+      typedefs: the kernel's pair typedefs (a set or any iterable of strings).
+
+    Example:
+      >>> arg_helpers(set())
+      ''
+      >>> "PLAX_ARG_ACCUMULATOR" in arg_helpers({"typedef plax_arg<float, int> plax_arg_f_i;"})
+      True
+    """
+    typedefs = sorted(set(typedefs))
+    return ARG_SOURCE + "".join(t + "\n" for t in typedefs) if typedefs else ""
+
+
 def arg_reduction_of(eqn) -> ArgReduction:
     """The :class:`ArgReduction` of an ``argmax``/``argmin`` equation.
 
@@ -1765,9 +1783,7 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
     epi = _epilogue_plan(cluster, epilogue, red_vars, literal_values) if epilogue else None
     special = special_source.helpers_for(elem_source + ("" if epi is None else epi.elem_source))
     helpers = special
-    arg_types = {red.typedef for _, red in reductions if isinstance(red, ArgReduction)}
-    if arg_types:
-        helpers += ARG_SOURCE + "".join(t + "\n" for t in sorted(arg_types))
+    helpers += arg_helpers({red.typedef for _, red in reductions if isinstance(red, ArgReduction)})
     if "plax_threefry_elem(" in elem_source:
         helpers += _threefry_elem_source() + "\n"
     src: list[str] = [PREAMBLE + helpers,

@@ -96,6 +96,74 @@ def _flat(coords: list[str], shape) -> str:
     return " + ".join(terms) or "0LL"
 
 
+def pad_map(coords: list[str], op_shape, padding_config, name=lambda expr: expr) -> tuple:
+    """``pad``'s index map: where the result element at ``coords`` reads its operand.
+
+    Along each axis ``t = c - low`` is an operand element's position where ``t >= 0``,
+    ``t % (interior + 1) == 0`` and ``t / (interior + 1)`` is within the operand (negative
+    ``low``/``high`` crop); elsewhere the element is the padding value. Conditions that hold
+    for every coordinate of the result are left out.
+
+    Args:
+      coords: C expressions of the result element's coordinates.
+      op_shape: the operand's shape.
+      padding_config: the equation's ``(low, high, interior)`` per axis.
+      name: gives a C expression a name (a local the caller declares) where it is used more
+        than once; by default the expression itself.
+
+    Returns:
+      ``(condition, flat)``: the parenthesized C condition under which the element is the
+      operand's (None: always) and the operand element's flat (C-order) index there.
+
+    Example:
+      >>> pad_map(["c0"], (4,), [(1, 0, 1)])
+      ('((c0 - 1LL) >= 0LL && (c0 - 1LL) % 2LL == 0LL && ((c0 - 1LL) / 2LL) < 4LL)', '((c0 - 1LL) / 2LL)')
+    """
+    conditions, mapped = [], []
+    for c, n, (lo, hi, interior) in zip(coords, op_shape, padding_config):
+        step = int(interior) + 1
+        t = c if lo == 0 else name(f"({c} - {int(lo)}LL)")
+        if lo > 0:   # (lo <= 0: t >= 0 for every result coordinate)
+            conditions.append(f"{t} >= 0LL")
+        if step > 1:
+            conditions.append(f"{t} % {step}LL == 0LL")
+            t = f"({t} / {step}LL)"
+        if hi > 0 or step > 1:   # (else t < n for every coordinate)
+            conditions.append(f"{t} < {n}LL")
+        mapped.append(t)
+    return (f"({' && '.join(conditions)})" if conditions else None), _flat(mapped, op_shape)
+
+
+def concatenate_map(coords: list[str], shapes, dimension: int) -> list[tuple[int, int, str]]:
+    """``concatenate``'s index map: which operand the result element at ``coords`` reads, and
+    where. Operands of no elements along ``dimension`` are skipped; the element is operand
+    ``k``'s where ``coords[dimension]`` is below its ``end`` and at least the previous one's.
+
+    Args:
+      coords: C expressions of the result element's coordinates (the one along
+        ``dimension`` named: it is read once a piece).
+      shapes: the operands' shapes.
+      dimension: the axis the operands are joined along.
+
+    Returns:
+      ``(k, end, flat)`` for each operand ``k`` of elements, in order: the coordinate where it
+      ends and the flat (C-order) index of the element in it.
+
+    Example:
+      >>> concatenate_map(["c0", "c1"], [(2, 3), (2, 0), (2, 4)], 1)
+      [(0, 3, 'c0 * 3LL + c1'), (2, 7, 'c0 * 4LL + (c1 - 3LL)')]
+    """
+    pieces, at = [], 0
+    for k, shape in enumerate(shapes):
+        extent = int(shape[dimension])
+        if extent:
+            local = list(coords)
+            local[dimension] = f"({coords[dimension]} - {at}LL)" if at else coords[dimension]
+            pieces.append((k, at + extent, _flat(local, tuple(shape))))
+        at += extent
+    return pieces
+
+
 def _keeps_flat(eqn) -> bool:
     """Whether ``eqn`` hands each element its operand's element at the same flat index."""
     name = eqn.primitive.name
@@ -287,15 +355,13 @@ class StructuralReads:
 
     def _concatenate(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
         dim = int(eqn.params["dimension"])
-        pieces, offsets, at = [], [], 0
-        for v in eqn.invars:
-            extent = int(v.aval.shape[dim])
-            if extent:
-                pieces.append(v)
-                offsets.append(at)
-            at += extent
         coords = coordinates(idx, shape)
         c = self._index(coords[dim], lines, memo)
+        named = list(coords)
+        named[dim] = c
+        reads = concatenate_map(named, [tuple(v.aval.shape) for v in eqn.invars], dim)
+        pieces = [eqn.invars[k] for k, _, _ in reads]
+        offsets = [0] + [end for _, end, _ in reads[:-1]]
         words = self._words_of_one_equation(pieces)
         if words is not None:   # one evaluation at the piece-local index, its piece's word
             source, results = words
@@ -315,18 +381,15 @@ class StructuralReads:
         dout = np.dtype(eqn.outvars[0].aval.dtype)
         local = self._fresh("v")
         lines.append(f"{_cg.value_ctype(dout)} {local};")
-        for k, (v, off) in enumerate(zip(pieces, offsets)):
-            local_coords = list(coords)
-            local_coords[dim] = f"({c} - {off}LL)" if off else c
+        for n, (k, end, flat) in enumerate(reads):
             branch: list = []
             inner = dict(memo)   # (what a branch computes is not visible after it)
-            piece_idx = self._index(_flat(local_coords, tuple(v.aval.shape)), branch, inner)
-            expr = self.value(v, piece_idx, branch, inner)
+            expr = self.value(eqn.invars[k], self._index(flat, branch, inner), branch, inner)
             branch.append(f"{local} = {expr};")
-            if k == len(pieces) - 1:
-                head = "} else {" if k else "{"
+            if n == len(reads) - 1:
+                head = "} else {" if n else "{"
             else:
-                head = f"{'} else ' if k else ''}if ({c} < {offsets[k + 1]}LL) {{"
+                head = f"{'} else ' if n else ''}if ({c} < {end}LL) {{"
             lines.append(head)
             lines.extend("  " + line for line in branch)
         lines.append("}")
@@ -354,22 +417,10 @@ class StructuralReads:
         pad_value = self.value(fill, "0LL", lines, memo)
         if 0 in op_shape:
             return pad_value   # (nothing of the operand is left: every element is padding)
-        conditions, mapped = [], []
-        for c, n, (lo, hi, interior) in zip(coordinates(idx, shape), op_shape, eqn.params["padding_config"]):
-            step = int(interior) + 1
-            t = c if lo == 0 else self._index(f"({c} - {int(lo)}LL)", lines, memo)
-            if lo > 0:   # (lo <= 0: t >= 0 for every output coordinate)
-                conditions.append(f"{t} >= 0LL")
-            if step > 1:
-                conditions.append(f"{t} % {step}LL == 0LL")
-                t = f"({t} / {step}LL)"
-            if hi > 0 or step > 1:   # (else t < n for every coordinate)
-                conditions.append(f"{t} < {n}LL")
-            mapped.append(t)
-        # (no conditions: a crop, every element is the operand's)
-        return self._read_where(op, _flat(mapped, op_shape),
-                                f"({' && '.join(conditions)})" if conditions else None,
-                                pad_value, dout, lines, memo)
+        # (no condition: a crop, every element is the operand's)
+        condition, flat = pad_map(coordinates(idx, shape), op_shape, eqn.params["padding_config"],
+                                  lambda expr: self._index(expr, lines, memo))
+        return self._read_where(op, flat, condition, pad_value, dout, lines, memo)
 
     def _gather(self, eqn, idx: str, shape, lines: list, memo: dict) -> str:
         """``gather``'s element at ``idx``: the operand element its index vector (read or

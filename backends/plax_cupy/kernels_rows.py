@@ -75,7 +75,7 @@ import cupy
 
 from plax import lax
 from plax.lax.cumlogsumexp import cumlogsumexp_p
-from plax_cupy import codegen, dtypes
+from plax_cupy import codegen, dtypes, special_source
 from plax_cupy.kernels import kernel
 
 #: threads per block of the row kernels (a power of two: the shared-memory scan halves it)
@@ -335,15 +335,9 @@ template <typename T> __device__ __forceinline__ T plax_row_mul(T a, T b) { retu
   template <> __device__ __forceinline__ T plax_row_mul<T>(T a, T b) { return (T)((U)a * (U)b); }
 PLAX_ROW_WRAP(int, unsigned int)  // (narrower types are promoted to int: no overflow)
 PLAX_ROW_WRAP(long long, unsigned long long)
-// log(exp(a) + exp(b)) as NumPy's logaddexp: equal operands (infinities included) add log 2
-template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
-  if (a == b) return a + (T)0.693147180559945309417232121458176568;
-  const T d = a - b;
-  if (d > 0) return a + log1p(exp(-d));
-  if (d <= 0) return b + log1p(exp(d));
-  return d;  // NaN
-}
 """
+# (cumlogsumexp's combine: the source the scan kernel's cumlogsumexp uses too)
+_HELPERS += special_source.LOGADDEXP_SOURCE
 
 
 #: predecessors whose published values a tile's packed look-back holds (in shared memory) while

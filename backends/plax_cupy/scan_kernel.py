@@ -27,7 +27,9 @@ block:
   looping over the contraction (an operand constant across steps, such as an RNN's weights,
   staged in shared memory once before the loop where it fits: :func:`_place_staged`); a
   reduction, ``argmax``/``argmin`` (:class:`plax_cupy.codegen.ArgReduction`'s pair) and
-  ``cumsum``/``cumprod``/``cummax``/``cummin`` a thread per output element folding in order;
+  ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` a thread per output element
+  folding in order; ``sort`` (several keys and operands, up to :data:`MAX_SORT` elements along
+  its axis) a bitonic network over the rows' positions, a phase per stage (:func:`_sort`);
   calls (``jit``: ``jnp.where``, ``remainder``, ``take``) are spliced in first, and a ``cond``
   becomes its branches and a ``select_n`` (:func:`_branches_selected`); an empty value takes
   no phase;
@@ -40,8 +42,9 @@ step computes what the host loop's kernels compute (reductions and contractions 
 order: float results within the conformance tolerances).
 
 A body the kernel does not express -- a primitive outside the list above (nested control flow,
-host callbacks, cuSOLVER/cuFFT operations, sort, ``cumlogsumexp``...), complex contractions, a value
-over :data:`MAX_ELEMENTS` elements, a working set over :data:`SCRATCH_BYTES`, or more than
+host callbacks, cuSOLVER/cuFFT operations...), complex contractions, a sort of more than
+:data:`MAX_SORT` elements along its axis, a value over :data:`MAX_ELEMENTS` elements, a
+working set over :data:`SCRATCH_BYTES`, or more than
 :data:`MAX_STEP_WORK` multiply-adds per step (where one block would be slower than the library
 kernels the host loop launches) -- raises :class:`plax_cupy.codegen.Unsupported` with the reason,
 and the scan keeps the host loop (``Compiled.as_text()`` says why).
@@ -58,8 +61,9 @@ from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.lax.slicing import GatherScatterMode, _scatter_to_gather_dnums, gather_fill_value
 from plax.lowering import BROADCAST, ELEMENTWISE, INDEX, REDUCTION, fusion_kind
 from plax.lowering.calls import spliced_calls
+from plax.transforms.call import jit_p
 
-from plax_cupy import codegen, special_source
+from plax_cupy import codegen, codegen_structural, special_source
 from plax_cupy.codegen import Unsupported, c_literal, load_expr, store_expr
 from plax_cupy.dtypes import UnsupportedDtype, ctype, is_floating, value_ctype
 from plax_cupy.gather_index import gather_read
@@ -150,10 +154,15 @@ class _Body:
         if size > MAX_ELEMENTS:
             raise Unsupported(f"a body value of {size} elements (the kernel takes at most "
                               f"{MAX_ELEMENTS})")
+        self.widest = max(self.widest, size)
+        return self.buffer(name, dtype, size * copies)
+
+    def buffer(self, name: str, dtype, size: int) -> str:
+        """Declares ``name``, ``size`` (at least one) elements of ``dtype`` in the working set
+        (16-byte aligned); returns ``name``."""
         self.offset = (self.offset + 15) // 16 * 16
         self.decls.append(f"{ctype(dtype)}* const {name} = ({ctype(dtype)}*)(plax_work + {self.offset});")
-        self.offset += max(size, 1) * np.dtype(dtype).itemsize * copies
-        self.widest = max(self.widest, size)
+        self.offset += size * np.dtype(dtype).itemsize
         return name
 
     def read(self, atom, index: str) -> str:
@@ -172,7 +181,9 @@ class _Body:
         Element ``i`` of every phase is thread ``i % blockDim.x``'s, so a phase reading only
         element ``i`` of the values written since the last barrier reads what its own thread
         wrote: no barrier. Each value is written once a step (its own slot), so a phase never
-        overwrites what an earlier phase of the step reads; the end of the step
+        overwrites what an earlier phase of the step reads (a sort's stages write its two
+        buffers of positions in turn, but each stage reads another thread's element of the one
+        before, so a barrier comes before every stage); the end of the step
         (:meth:`barrier`) separates one step's reads from the next step's writes. A phase of
         no elements (an empty value) is left out."""
         if n == 0:
@@ -456,46 +467,42 @@ def _dot(body: _Body, eqn) -> None:
 
 
 def _pad(body: _Body, eqn) -> None:
-    """pad: element ``q`` reads the operand at ``(q - low) / (interior + 1)`` on each axis
-    where that lands on an operand element (low and high may be negative: the position
-    starts before the operand, or the result stops inside it), else the padding value."""
+    """pad: element ``q`` reads the operand where
+    :func:`plax_cupy.codegen_structural.pad_map` lands it on an operand element (low and high
+    may be negative: the position starts before the operand, or the result stops inside it),
+    else the padding value."""
     op, value = eqn.invars
-    oshape = tuple(op.aval.shape)
-    st = _strides(oshape)
-    lines, inside, terms = [], [], []
-    for d, (lo, _, interior) in enumerate(eqn.params["padding_config"]):
-        step = int(interior) + 1
-        lines.append(f"const long long p{d} = (long long)q{d} - ({int(lo)}LL);")
-        pos = f"p{d}" if step == 1 else f"(p{d} / {step})"
-        inside += [f"p{d} >= 0", f"{pos} < {oshape[d]}"] + ([f"p{d} % {step} == 0"] if step > 1 else [])
-        terms.append(f"{pos} * {st[d]}")
-    read = body.read(op, _offset(terms))
-    _store_phase(body, eqn, f"({' && '.join(inside)}) ? {read} : {body.read(value, '0')}"
-                 if inside else read, lines=lines)
+    lines: list[str] = []
+
+    def name(expr: str) -> str:
+        local = body.fresh()
+        lines.append(f"const long long {local} = {expr};")
+        return local
+    condition, flat = codegen_structural.pad_map(
+        [f"q{d}" for d in range(len(op.aval.shape))], tuple(op.aval.shape),
+        eqn.params["padding_config"], name)
+    read = body.read(op, flat)
+    _store_phase(body, eqn, read if condition is None else
+                 f"{condition} ? {read} : {body.read(value, '0')}", lines=lines)
 
 
 def _joined(body: _Body, eqn) -> None:
-    """concatenate (along ``dimension``) and stack (a new ``axis``): element ``q`` reads the
-    operand its position along the axis falls in (a chain of conditionals, the last operand
-    the default)."""
+    """concatenate (along ``dimension``) and stack (a new ``axis``: a concatenation of the
+    operands with a size-1 axis there): element ``q`` reads the operand its position along the
+    axis falls in (:func:`plax_cupy.codegen_structural.concatenate_map`; a chain of
+    conditionals, the last operand the default)."""
     stack = eqn.primitive.name == "stack"
     axis = int(eqn.params["axis" if stack else "dimension"])
-    start, reads = 0, []
-    for v in eqn.invars:
-        vshape = tuple(v.aval.shape)
-        vst = _strides(vshape)
-        if stack:   # (operand axis d is the result's d, or d + 1 past the new axis)
-            terms = [f"q{d + (d >= axis)} * {vst[d]}" for d in range(len(vshape)) if vshape[d] != 1]
-            end = start + 1
-        else:
-            terms = [f"(q{d} - {start}) * {vst[d]}" if d == axis and start else f"q{d} * {vst[d]}"
-                     for d in range(len(vshape)) if vshape[d] != 1]
-            end = start + vshape[axis]
-        reads.append((end, body.read(v, _offset(terms))))
-        start = end
-    value = reads[-1][1]
-    for end, read in reversed(reads[:-1]):
-        value = f"(q{axis} < {end} ? {read} : {value})"
+    shapes = [tuple(v.aval.shape) for v in eqn.invars]
+    if stack:
+        shapes = [s[:axis] + (1,) + s[axis:] for s in shapes]
+    reads = codegen_structural.concatenate_map(
+        [f"q{d}" for d in range(len(eqn.outvars[0].aval.shape))], shapes, axis)
+    if not reads:   # (no operand has elements: neither has the result)
+        return
+    value = body.read(eqn.invars[reads[-1][0]], reads[-1][2])
+    for k, end, flat in reversed(reads[:-1]):
+        value = f"(q{axis} < {end} ? {body.read(eqn.invars[k], flat)} : {value})"
     _store_phase(body, eqn, value)
 
 
@@ -612,28 +619,47 @@ def _arg_reduction(body: _Body, eqn) -> None:
                    f"{body.where[id(out)]}[i] = {red.store('acc', out.aval.dtype)};"])
 
 
-#: the cumulative primitives the kernel takes: the Reduction kind each folds with
-_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+#: the cumulative primitives the kernel takes: the Reduction kind each folds with (None:
+#: cumlogsumexp, folded with the row kernels' ``plax_logaddexp``)
+_CUMULATIVE = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
+               "cumlogsumexp": None}
 
 
 def _cumulative(body: _Body, eqn) -> None:
-    """cumsum/cumprod/cummax/cummin along ``axis``: a thread per result element folding the
-    elements up to it in order (from the end under ``reverse``), as the reference does."""
+    """cumsum/cumprod/cummax/cummin/cumlogsumexp along ``axis``: a thread per result element
+    folding the elements up to it in order (from the end under ``reverse``), as the reference
+    does. cumlogsumexp folds with ``plax_logaddexp``
+    (:data:`plax_cupy.special_source.LOGADDEXP_SOURCE`, the row kernels' combine: NumPy's
+    ``logaddexp`` rules for NaN and infinities) in the value type (float16 and bfloat16 in
+    float, as the reference accumulates them), from the first element itself (as
+    ``np.logaddexp.accumulate`` starts: a leading ``-0.0`` stays ``-0.0``)."""
     op, out = eqn.invars[0], eqn.outvars[0]
-    red = _fold(_CUMULATIVE[eqn.primitive.name], op.aval.dtype, eqn.primitive.name)
+    kind = _CUMULATIVE[eqn.primitive.name]
     shape = tuple(op.aval.shape)
     axis, reverse = int(eqn.params["axis"]), bool(eqn.params["reverse"])
     st = _strides(shape)
-    at = _offset([f"r * {st[d]}" if d == axis else f"q{d} * {st[d]}"
-                  for d in range(len(shape)) if shape[d] != 1 or d == axis])
-    walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
-            else f"for (int r = 0; r <= q{axis}; ++r)")
+    def at_(r: str) -> str:   # (the element at position r of the thread's row)
+        return _offset([f"{r} * {st[d]}" if d == axis else f"q{d} * {st[d]}"
+                        for d in range(len(shape)) if shape[d] != 1 or d == axis])
+    at = at_("r")
     n = math.prod(shape)
     body.work += n * shape[axis]
-    body.phase(n, _index(shape) + [
-        f"{ctype(red.acc)} acc = {red.init};",
-        f"{walk} acc = {red.combine('acc', codegen._to_acc(body.read(op, at), red))};",
-        f"{body.where[id(out)]}[i] = {store_expr('acc', out.aval.dtype, red.acc)};"])
+    if kind is None:   # (logsumexp: no identity that leaves -0.0 as it is; start from the end)
+        first = shape[axis] - 1 if reverse else 0
+        acc_t, init = value_ctype(op.aval.dtype), body.read(op, at_(str(first)))
+        fold = f"plax_logaddexp(acc, {body.read(op, at)})"
+        walk = (f"for (int r = {first - 1}; r >= q{axis}; --r)" if reverse
+                else f"for (int r = 1; r <= q{axis}; ++r)")
+        stored = store_expr("acc", out.aval.dtype)
+    else:
+        red = _fold(kind, op.aval.dtype, eqn.primitive.name)
+        acc_t, init = ctype(red.acc), red.init
+        fold = red.combine("acc", codegen._to_acc(body.read(op, at), red))
+        walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
+                else f"for (int r = 0; r <= q{axis}; ++r)")
+        stored = store_expr("acc", out.aval.dtype, red.acc)
+    body.phase(n, _index(shape) + [f"{acc_t} acc = {init};", f"{walk} acc = {fold};",
+                                   f"{body.where[id(out)]}[i] = {stored};"])
 
 
 def _parts(body: _Body, eqn) -> None:
@@ -656,25 +682,117 @@ def _parts(body: _Body, eqn) -> None:
         _store_phase(body, eqn, body.read(op, _offset(terms)), result=k)
 
 
+#: the most elements along a ``sort``'s axis the kernel sorts: a bitonic network over the next
+#: power of two ``w`` takes ``log2(w) (log2(w) + 1) / 2`` phases a step, each behind a barrier
+#: (55 at 1024); a longer axis keeps the host loop (the library sort)
+MAX_SORT = 1024
+
+#: the order ``sort`` compares keys in (the reference's: NaN after every number whatever its
+#: sign, ``-0.0`` tied with ``0.0``, complex values by real part then imaginary part, each
+#: NaN-last), as -1, 0 or 1 (``a`` before, tied with, after ``b``)
+SORT_SOURCE = r"""#ifndef PLAX_SORT_CMP
+#define PLAX_SORT_CMP
+template <typename T> __device__ __forceinline__ int plax_sort_cmp(T a, T b) {
+  bool tie;
+  if (plax_nan_last_less(a, b, &tie)) return -1;
+  return tie ? 0 : 1;
+}
+template <typename T>
+__device__ __forceinline__ int plax_sort_cmp(plax_complex<T> a, plax_complex<T> b) {
+  return plax_csort_less(a, b) ? -1 : plax_csort_less(b, a) ? 1 : 0;
+}
+#endif
+"""
+
+
+def _sort(body: _Body, eqn) -> None:
+    """sort (``num_keys`` keys, any further operands carried along) along ``dimension``: a
+    bitonic network over each row's positions, padded to a power of two ``w`` (a padding
+    position after every element), sorting the *positions* (``int``, in two buffers of
+    ``rows * w`` read and written alternately), a phase per stage: element ``i`` of a stage
+    takes the earlier or the later of its own position and its partner's (``p ^ j``), compared
+    by the keys in order (:data:`SORT_SOURCE`), then by position -- a strict total order, so the
+    network gives the one stable order (``is_stable`` or not: a stable result is a valid
+    unstable one, and the reference's). A last phase reads every operand at its sorted
+    position. Up to :data:`MAX_SORT` elements along the axis."""
+    p = eqn.params
+    dim, num_keys = int(p["dimension"]), int(p["num_keys"])
+    ops = eqn.invars
+    shape = tuple(ops[0].aval.shape)
+    n = shape[dim]
+    if n > MAX_SORT:
+        raise Unsupported(f"sort of {n} elements along its axis (the kernel sorts at most "
+                          f"{MAX_SORT})")
+    size = math.prod(shape)
+    if size == 0:
+        return
+    inner = math.prod(shape[dim + 1:])
+    log_w = (n - 1).bit_length()
+    rows, w = size // n, 1 << log_w
+    row_base = f"(r / {inner}) * {n * inner}LL + r % {inner}" if inner > 1 else f"r * {n}LL"
+    k0 = body.fresh()
+    # (no buffer where no stage writes one -- a row of one element --, one for a single stage:
+    # a buffer nothing reads would be an NVRTC warning)
+    perm = [body.buffer(f"{k0}_{half}", np.int32, rows * w)
+            for half in "ab"[:min(2, log_w * (log_w + 1) // 2)]]
+
+    # (the stages' comparison of positions a and b by the keys in order, the same in every
+    # stage: c is -1 where position b comes before a)
+    order = [f"const long long base = {row_base};", "int c = 0;"]
+    for key in ops[:num_keys]:
+        x, y = (body.read(key, f"base + {pos} * {inner}LL") for pos in ("b", "a"))
+        order.append(f"{'if (c == 0) ' if len(order) > 2 else ''}c = plax_sort_cmp({x}, {y});")
+    src, stages = None, 0
+    size_k = 2
+    while size_k <= w:
+        j = size_k // 2
+        while j:
+            dst = perm[stages % 2]
+            a, b = (f"{src}[i]", f"{src}[r * {w} + q]") if src else ("p", "q")
+            body.phase(rows * w, [
+                f"const int r = i / {w}, p = i % {w}, q = p ^ {j};",
+                f"const int a = {a}, b = {b};",
+                "bool before;   // (b before a: a padding position is after everything)",
+                f"if (b >= {n}) before = false; else if (a >= {n}) before = true; else {{",
+                *["  " + line for line in order],
+                "  before = c != 0 ? c < 0 : b < a;", "}",
+                f"{dst}[i] = ((p & {size_k}) == 0) == (p < q) ? (before ? b : a) "
+                f": (before ? a : b);"])
+            src, stages = dst, stages + 1
+            j //= 2
+        size_k *= 2
+    body.work += rows * w * stages * num_keys + size * len(ops)
+    # (one element a row: no stage, the operands as they are)
+    st_lines = [f"const int p = (i / {inner}) % {n};",
+                f"const long long r = (i / {n * inner}LL) * {inner} + i % {inner};",
+                f"const long long at = i + ((long long){src}[r * {w} + p] - p) * {inner};"] if src else []
+    at = "at" if src else "i"
+    body.phase(size, st_lines + [f"{body.where[id(out)]}[i] = "
+                                 f"{store_expr(body.read(v, at), out.aval.dtype)};"
+                                 for v, out in zip(ops, eqn.outvars)])
+
+
 def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
     """``jaxpr`` with each ``cond`` (branches without constants) replaced by every branch's
     equations and a ``select_n`` of their results by the cond's index: a step runs all the
     branches and keeps one (what ``vmap`` of a ``cond`` does; the body holds no effects, and a
     branch not taken computes values nobody reads), so the kernel takes a ``cond`` whose
     branches it takes, at the cost of their summed work. The index is clamped into range
-    first, as the host loop clamps it (a ``clamp`` equation). Returns ``jaxpr`` itself where
-    it holds no ``cond``."""
-    if not any(e.primitive is lax.cond_p for e in jaxpr.eqns):
+    first, as the host loop clamps it (a ``clamp`` equation). Each branch becomes a ``jit``
+    call of its body, spliced by :func:`plax.lowering.calls.spliced_calls` (with the calls it
+    holds); a ``cond`` inside a branch is selected in turn. Returns ``jaxpr`` itself where it
+    holds no such ``cond``."""
+    def selectable(e) -> bool:
+        return e.primitive is lax.cond_p and bool(e.params.get("branches")) and \
+            not any(b.consts for b in e.params["branches"])
+    if not any(selectable(e) for e in jaxpr.eqns):
         return jaxpr
-
-    def sub(v, names):
-        return names.get(v, v) if isinstance(v, Var) else v
     eqns: list = []
     for e in jaxpr.eqns:   # (the cond's results are the select_n's: nothing after it renamed)
-        branches = e.params.get("branches", ()) if e.primitive is lax.cond_p else ()
-        if not branches or any(b.consts for b in branches):
+        if not selectable(e):
             eqns.append(e)
             continue
+        branches = e.params["branches"]
         index, *operands = e.invars
         if len(branches) > 1:
             bound = [Literal(np.int32(b), index.aval) for b in (0, len(branches) - 1)]
@@ -682,17 +800,15 @@ def _branches_selected(jaxpr: Jaxpr) -> Jaxpr:
             eqns.append(JaxprEqn(lax.clamp_p, [bound[0], index, bound[1]], [clamped], {}))
             index = clamped
         results = []
-        for branch in branches:
-            inner = _branches_selected(spliced_calls(branch.jaxpr))
-            local = dict(zip(inner.invars, operands))
-            for ie in inner.eqns:
-                outs = [Var(v.aval) for v in ie.outvars]
-                eqns.append(JaxprEqn(ie.primitive, [sub(v, local) for v in ie.invars], outs, ie.params))
-                local.update(zip(ie.outvars, outs))
-            results.append([sub(v, local) for v in inner.outvars])
+        for k, branch in enumerate(branches):
+            outs = [Var(v.aval) for v in branch.jaxpr.outvars]
+            eqns.append(JaxprEqn(jit_p, list(operands), outs,
+                                 {"jaxpr": branch, "name": f"branch{k}"}))
+            results.append(outs)
         for k, out in enumerate(e.outvars):
             eqns.append(JaxprEqn(lax.select_n_p, [index, *(r[k] for r in results)], [out], {}))
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+    called = Jaxpr(jaxpr.constvars, jaxpr.invars, list(jaxpr.outvars), eqns)
+    return _branches_selected(spliced_calls(called))   # (a cond inside a branch: selected next)
 
 
 def _reshaped_literal(body: _Body, eqn) -> None:
@@ -709,6 +825,10 @@ _HANDLERS = {"pad": _pad, "concatenate": _joined, "stack": _joined, "gather": _g
              "argmax": _arg_reduction, "argmin": _arg_reduction,
              **{name: _reshaped_literal for name in _ALIASES},
              **{name: _scatter for name in _SCATTERS}, **{name: _cumulative for name in _CUMULATIVE}}
+
+
+#: the handlers of the primitives of several results (each result its own slot)
+_SEVERAL = {"split": _parts, "unstack": _parts, "sort": _sort}
 
 
 def plan_scan(params: dict) -> ScanKernel:
@@ -766,10 +886,10 @@ def plan_scan(params: dict) -> ScanKernel:
     while k < len(eqns):
         eqn = eqns[k]
         prim = eqn.primitive
-        if prim.name in ("split", "unstack"):   # (several results, each its own slot)
+        if prim.name in _SEVERAL:   # (several results, each its own slot)
             for j, v in enumerate(eqn.outvars):
                 body.where[id(v)] = body.slot(v, f"v{k}_{j}")
-            _parts(body, eqn)
+            _SEVERAL[prim.name](body, eqn)
             k += 1
             continue
         if len(eqn.outvars) != 1:
@@ -843,7 +963,7 @@ def plan_scan(params: dict) -> ScanKernel:
         raise Unsupported(f"a working set of {work_bytes} bytes (the kernel takes at most "
                           f"{SCRATCH_BYTES})")
     block = min(MAX_BLOCK, max(32, (body.widest + 31) // 32 * 32))
-    sizes = [max(math.prod(v.aval.shape), 1) for v in carry]
+    sizes = [math.prod(v.aval.shape) for v in carry]   # (an empty carry: never read)
     step_ptrs = [f"    const {ctype(v.aval.dtype)}* const c{j} = cb{j} + (s & 1) * {sizes[j]};"
                  for j, v in enumerate(carry) if math.prod(v.aval.shape)]
     step_ptrs += [f"    {ctype(v.aval.dtype)}* const cn{j} = cb{j} + ((s + 1) & 1) * {sizes[j]};"
@@ -901,8 +1021,9 @@ def plan_scan(params: dict) -> ScanKernel:
     src.append("}")
     text = "\n".join(src)
     helpers = special_source.helpers_for(text)
-    if body.helpers:   # (argmax/argmin's pair type)
-        helpers += codegen.ARG_SOURCE + "".join(t + "\n" for t in sorted(body.helpers))
+    helpers += codegen.arg_helpers(body.helpers)   # (argmax/argmin's pair types)
+    if "plax_sort_cmp(" in text:
+        helpers += SORT_SOURCE
     out_shapes = [tuple(v.aval.shape) for v in carry_out] + [(length,) + tuple(v.aval.shape) for v in ys]
     out_dtypes = [np.dtype(v.aval.dtype) for v in outs]
     return ScanKernel(source=codegen.PREAMBLE + helpers + text, entry=("plax_scan",), block=block,
@@ -912,4 +1033,5 @@ def plan_scan(params: dict) -> ScanKernel:
                       body_consts=list(closed.consts))
 
 
-__all__ = ["MAX_ELEMENTS", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES", "ScanKernel", "plan_scan"]
+__all__ = ["MAX_ELEMENTS", "MAX_SORT", "MAX_STEP_WORK", "SCRATCH_BYTES", "SHARED_BYTES",
+           "SORT_SOURCE", "ScanKernel", "plan_scan"]

@@ -1,7 +1,9 @@
 """CUDA C++ forms of the functions generated kernels call that CUDA's math library lacks:
 complex ``asin``, ``acos``, ``atan``, ``asinh``, ``acosh``, ``atanh``; ``bessel_i0e`` and
 ``bessel_i1e``; ``digamma``; the incomplete gamma family (``igamma``, ``igammac``,
-``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``.
+``igamma_grad_a``, ``random_gamma_grad``), ``zeta``, ``polygamma`` and ``betainc``; and
+``logaddexp`` as NumPy computes it (``cumlogsumexp``'s combine in the row kernels and in the
+one-kernel scan).
 
 Each form is a snippet of device functions, included in a kernel's translation unit only
 where the kernel calls it (:func:`helpers_for`, after :data:`plax_cupy.codegen.PREAMBLE`), and
@@ -68,7 +70,7 @@ from plax.lax import special_series
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 
 __all__ = ["BESSEL_SOURCE", "BETA_SOURCE", "COMPLEX_INVERSE_SOURCE", "DIGAMMA_SOURCE",
-           "IGAMMA_SOURCE", "SPECIAL_COMMON_SOURCE", "ZETA_SOURCE", "helpers_for"]
+           "IGAMMA_SOURCE", "LOGADDEXP_SOURCE", "SPECIAL_COMMON_SOURCE", "ZETA_SOURCE", "helpers_for"]
 
 
 COMPLEX_INVERSE_SOURCE = r"""#ifndef PLAX_COMPLEX_INVERSE
@@ -938,6 +940,26 @@ ZETA_SOURCE = _zeta_source()
 BETA_SOURCE = _beta_source()
 
 
+#: ``log(exp(a) + exp(b))`` as NumPy's ``logaddexp`` computes it (equal operands, infinities
+#: included, add ``log 2``; a NaN operand gives NaN): the combine of ``cumlogsumexp`` in the row
+#: kernels (:mod:`plax_cupy.kernels_rows`) and in the persistent scan kernel
+#: (:mod:`plax_cupy.scan_kernel`), one source for both
+LOGADDEXP_SOURCE = r"""#ifndef PLAX_LOGADDEXP
+#define PLAX_LOGADDEXP
+#if defined(PLAX_HOST) || defined(PLAX_SIM)
+using std::log1p; using std::exp;
+#endif
+template <typename T> __device__ __forceinline__ T plax_logaddexp(T a, T b) {
+  if (a == b) return a + (T)0.693147180559945309417232121458176568;
+  const T d = a - b;
+  if (d > 0) return a + log1p(exp(-d));
+  if (d <= 0) return b + log1p(exp(d));
+  return d;  // NaN
+}
+#endif
+"""
+
+
 #: (name, the helpers it defines as the generated code calls them -- None: only other snippets
 #: call it --, its source, the snippets it calls), in the order a unit includes them (each
 #: after those it calls)
@@ -950,6 +972,7 @@ _SNIPPETS = (
      ("digamma", "common")),
     ("zeta", "plax_(?:zeta|polygamma)", ZETA_SOURCE, ("digamma", "common")),
     ("betainc", "plax_betainc", BETA_SOURCE, ("common",)),
+    ("logaddexp", "plax_logaddexp", LOGADDEXP_SOURCE, ()),
 )
 
 

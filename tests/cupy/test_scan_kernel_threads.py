@@ -17,7 +17,9 @@ staged transposed), a reverse scan with a pytree carry (float32, int32, bool) th
 broadcasts, transposes, reductions, ``dynamic_slice`` and ``dot_general``, ``xs=None`` on
 float64 and float16, a batched ``dot_general`` with a transpose and reductions, a body
 whose working set lives in the global scratch, and one of pad, concatenate, stack, split,
-gather, scatter, argmax/argmin and cumulative ops (and its gradient's two scans).
+gather, scatter, argmax/argmin, cumulative ops (cumlogsumexp too) and sorts (a bitonic
+network: a phase per stage, each reading its partner's position) (and its gradient's two
+scans).
 
 :func:`test_every_phase_is_fenced` audits the generated source itself, walking a step's phases
 and barriers: no phase reads another thread's element of an array written since the last
@@ -221,7 +223,8 @@ def test_pad_gather_scatter_argmax_cumulative_with_a_block_of_threads(tmp_path):
     assert len(forms) == 3
     plan = _check(tmp_path, forms[0], np.random.default_rng(9), repeats=2)
     assert {"pad", "concatenate", "stack", "split", "gather", "scatter-add", "scatter",
-            "scatter-max", "argmax", "argmin", "cumsum", "cumprod", "cummax"} <= set(plan.primitives)
+            "scatter-max", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cumlogsumexp",
+            "sort"} <= set(plan.primitives)
     # the gradient's reverse scan (pads, scatter-adds, empty values); its forward one is
     # audited by test_every_phase_is_fenced (a build each costs ~1.5 CPU-seconds)
     plan = _check(tmp_path, forms[2], np.random.default_rng(10), repeats=1)
