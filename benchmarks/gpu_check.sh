@@ -27,7 +27,7 @@
 #                            GPU is real; their launchers run them on the simulated one)
 #   05-kit         30  120   the conformance kit: --plax-backend=cupy -n 12 (115 s on the H200)
 #   06-bench       60  150   python benchmarks/gpu.py (the GPU table beside JAX)
-#   07-scans       15   45   python benchmarks/scan_kernel_coverage.py --run --gpu: which of 57
+#   07-scans       15   45   python benchmarks/scan_kernel_coverage.py --run --gpu: which of 66
 #                            realistic scans run as one kernel on the GPU, each checked against
 #                            the NumPy backend (max err column), if time is left
 #   08-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
