@@ -163,9 +163,9 @@ class JVPTracer(Tracer):
         t = self.tangent
         if type(t) is not JaxprTracer:
             return None
-        inputs = {x.tangent.var: i for i, x in enumerate(in_tracers)
+        inputs = {x.tangent.jaxpr_var: i for i, x in enumerate(in_tracers)
                   if type(x) is JVPTracer and type(x.tangent) is JaxprTracer}
-        return staged_inputs(t.var, t.builder.eqns, inputs) or None
+        return staged_inputs(t.jaxpr_var, t.builder.eqns, inputs) or None
 
 
 def _committed_by_tangent(primal_out: Array, tangents: list) -> Array:

@@ -28,12 +28,12 @@ class JaxprTracer(Tracer):
     """A value in a jaxpr being built: it knows only its abstract value, its variable and the
     builder (the jaxpr under construction) that defines that variable."""
 
-    __slots__ = ("_aval", "var", "builder")
+    __slots__ = ("_aval", "jaxpr_var", "builder")
 
     def __init__(self, trace: "JaxprTrace", aval: ShapedArray, var: Var, builder: "JaxprBuilder"):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self.jaxpr_var = var   # (not `var`: that is the array method, x.var())
         self.builder = builder
 
     @property
@@ -46,9 +46,9 @@ class JaxprTracer(Tracer):
     def _staged_inputs(self, in_tracers):
         # The inputs of the jaxpr being built that this value was computed from: walk the
         # recorded equations back from its variable (names the argument in conversion errors).
-        inputs = {t.var: i for i, t in enumerate(in_tracers)
+        inputs = {t.jaxpr_var: i for i, t in enumerate(in_tracers)
                   if isinstance(t, JaxprTracer) and t.builder is self.builder}
-        return staged_inputs(self.var, self.builder.eqns, inputs) or None
+        return staged_inputs(self.jaxpr_var, self.builder.eqns, inputs) or None
 
 
 class JaxprBuilder:
@@ -86,10 +86,10 @@ class JaxprBuilder:
         eqns = [JaxprEqn(e.primitive, [sub(v) for v in e.invars], e.outvars, e.params)
                 for e in self.eqns]
         used = {v for e in eqns for v in e.invars if isinstance(v, Var)}
-        outvars = [sub(t.var) for t in out_tracers]
+        outvars = [sub(t.jaxpr_var) for t in out_tracers]
         used.update(v for v in outvars if isinstance(v, Var))
         constvars = [v for v in self.const_vals if v not in literals and v in used]
-        jaxpr = Jaxpr(constvars, [t.var for t in in_tracers], outvars, eqns)
+        jaxpr = Jaxpr(constvars, [t.jaxpr_var for t in in_tracers], outvars, eqns)
         return jaxpr, [self.const_vals[v] for v in constvars]
 
 
@@ -165,11 +165,11 @@ class JaxprTrace(Trace):
             outs = [self.new_arg(a) for a in avals_out]
         else:
             outs = [self.new_arg(avals_out)]
-        self.builder.eqns.append(JaxprEqn(primitive, [t.var for t in tracers],
-                                          [o.var for o in outs], params))
+        self.builder.eqns.append(JaxprEqn(primitive, [t.jaxpr_var for t in tracers],
+                                          [o.jaxpr_var for o in outs], params))
         if _source_capturing[0]:  # print_saved_residuals asks where values come from
             from plax.core import source_info
-            source_info.record([o.var for o in outs])
+            source_info.record([o.jaxpr_var for o in outs])
         return outs if primitive.multiple_results else outs[0]
 
     def trace_subjaxpr(self, fun: Callable, in_avals: Sequence[ShapedArray],
