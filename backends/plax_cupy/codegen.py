@@ -111,6 +111,13 @@ VECTOR_CHUNKS = 2
 #: the fewest elements for which an elementwise kernel gets a vector path: below it the kernel
 #: is bound by its launch, and the path would only add code to compile
 VECTOR_MIN_ELEMENTS = 1 << 16
+#: the longest row (elements) of a row-local cluster (``plax.lowering.FusionOptions.row_local``,
+#: :mod:`plax_cupy.codegen_rows_local`: softmax or layer norm with a block per row, each phase
+#: re-reading the row). Up to it a row is at most 32 KiB of float32 per block (each later
+#: phase's re-read hits L1/L2) and a block's 256 threads take at most 32 elements each per
+#: phase; past it the split reductions of today's plan keep more blocks busy per row (a
+#: choice, not yet measured on a GPU: docs/gpu.md)
+ROW_LOCAL_MAX_ELEMENTS = 8192
 #: the fewest equations of its own (values only it reads) some case of a ``select_n`` needs
 #: for the select to become a branch computing only the selected case
 #: (:func:`_branch_selects`): below it a divergent warp's cost of running both branches and
