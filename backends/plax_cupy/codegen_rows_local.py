@@ -37,6 +37,7 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Literal, Var
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
+from plax.lowering.fusion import ROW_LOCAL_IDENTITIES
 
 from plax_cupy import codegen, special_source
 from plax_cupy.dtypes import UnsupportedDtype, ctype, is_half, value_ctype
@@ -194,7 +195,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 expr = codegen.load_expr(red.store(f"s{r}[0]", dout), dout)
             elif fusion_kind(eqn.primitive) == REDUCTION:
                 raise codegen.Unsupported("a reduction outside the row")
-            elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p):
+            elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p) or \
+                    eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = uniform[id(eqn.invars[0])]   # (the same value: one per row)
             else:
                 expr = codegen.elementwise_expr(eqn, [uniform[id(v)] for v in eqn.invars])
@@ -251,7 +253,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 bdims = [int(d) for d in eqn.params["broadcast_dimensions"]]
                 offset = codegen._broadcast_offset(op.aval.shape, bdims, shape, need_index)
                 expr = codegen.load_expr(f"{inp.name}[{offset}]", dout)
-            elif fusion_kind(eqn.primitive) == BROADCAST:
+            elif fusion_kind(eqn.primitive) == BROADCAST or \
+                    eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = value(op)
             else:
                 expr = codegen.elementwise_expr(eqn, [value(v) for v in eqn.invars])

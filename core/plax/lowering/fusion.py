@@ -992,6 +992,12 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
     return [u for u in units if u is not None]
 
 
+#: primitives (names) computing their operand itself, which a row-local cluster takes as the
+#: value they read (``stop_gradient``, left in a program after differentiation: elsewhere a
+#: lone equation that launches nothing, but one that would cut the cluster in two)
+ROW_LOCAL_IDENTITIES = ("stop_gradient",)
+
+
 def _row_geometry(unit, max_row: int) -> tuple | None:
     """``(shape, row_axes)`` where ``unit`` (a plain cluster or a lone equation) may start a
     row-local cluster: it has ``REDUCTION`` equations, all over the same trailing axes of
@@ -1042,6 +1048,8 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
         if src == kept_shapes[1] and dims == tuple(range(len(shape))):
             return out == shape or src == out
         return out == shape and isinstance(op, Var) and is_input(op)
+    if eqn.primitive.name in ROW_LOCAL_IDENTITIES:
+        return tuple(op.aval.shape) == out
     if kind == STRUCTURAL and eqn.primitive.name in KEEPS_ORDER:
         return tuple(op.aval.shape) in kept_shapes and out in kept_shapes and \
             eqn.params.get("dimensions") is None
@@ -1079,7 +1087,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         outside = (lambda v: id(v) not in made)
         if not all(_row_local_eqn(e, shape, m, outside) for e in own):
             continue
-        merged, eqns = [i], list(own)
+        merged = [i]
         todo = sorted({k for v in made for k in readers.get(v, ()) if k > i})
         seen = set(todo)
         while todo:   # (in program order: a unit's readers all come after it)
@@ -1092,16 +1100,40 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
             new = {id(v) for e in theirs for v in e.outvars}
             reads = [v for e in theirs for v in e.invars
                      if isinstance(v, Var) and id(v) not in new and id(v) not in made]
-            if any(producer.get(id(v), -1) >= i for v in reads) or not all(
+            # (a scalar producer placed after the start, -inf converted for a max, moves to
+            # it with its reader: its operands are there already)
+            early = {producer[id(v)] for v in reads if producer.get(id(v), -1) >= i}
+            if any(units[p] is None or _scalar_producer(units[p]) is None or any(
+                    producer.get(id(v), -1) >= i for e in _unit_eqns(units[p]) for v in e.invars
+                    if isinstance(v, Var)) for p in early) or not all(
                     _row_local_eqn(e, shape, m, lambda v: id(v) not in made and id(v) not in new)
                     for e in theirs):
                 continue
+            for p in sorted(early):
+                merged.append(p)
+                made |= {id(v) for e in _unit_eqns(units[p]) for v in e.outvars}
             merged.append(k)
-            eqns += theirs
             made |= new
             for r in {r for v in new for r in readers.get(v, ()) if r > k} - seen:
                 seen.add(r)
                 heapq.heappush(todo, r)
+        # (a scalar producer before the start read by the group alone, -inf converted for a
+        # max, moves later into it: the group computes it per row from its operands)
+        grown = True
+        while grown and len(merged) > 1:
+            grown = False
+            reads = {producer.get(id(v), -1) for k in merged for e in _unit_eqns(units[k])
+                     for v in e.invars if isinstance(v, Var) and id(v) not in made}
+            for p in sorted(r for r in reads if r >= 0 and r not in merged):
+                theirs = _scalar_producer(units[p]) if units[p] is not None else None
+                new = {id(v) for e in theirs or () for v in e.outvars}
+                if theirs and not new & outputs and all(
+                        readers.get(v, set()) <= set(merged) for v in new):
+                    merged.append(p)
+                    made |= new
+                    grown = True
+        merged.sort()
+        eqns = [e for k in merged for e in _unit_eqns(units[k])]
         if len(merged) == 1 or not _rereads_rows(eqns, shape):
             continue
         taken = set(merged)
@@ -1109,8 +1141,9 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                 if id(v) in outputs or readers.get(id(v), set()) - taken]
         units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[k] for k in merged],
                            row_axes=m)
-        for k in merged[1:]:
-            units[k] = None
+        for k in merged:
+            if k != i:
+                units[k] = None
         for v in (w for e in eqns for w in e.outvars):   # (all made at i now; what they
             producer[id(v)] = i                            # read is read by i)
         for v in units[i].inputs:
