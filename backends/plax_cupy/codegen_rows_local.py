@@ -165,6 +165,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             if inp.kind == "literal":
                 uniform[id(inp.atom)] = inp.name
             continue
+        if tuple(inp.atom.aval.shape) not in (shape, ()) + kept_shapes:
+            continue   # (an operand broadcast over the rows: read through the index map)
         role = _role(inp.atom, shape, kept_shapes)
         if role == "row":
             continue   # (read at each element, by the phases that need it)

@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 
 from gpu_env import requires_nvrtc
-from kernel_source_util import inline_calls
 from test_codegen_arg_reductions import _launches, _put
 from test_kernels_rows import _kernels, needs_cxx20
 from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
@@ -90,9 +89,10 @@ def _operands(name, shape, dtype, rng):
 
 def _units(fn, args):
     import plax
+    from plax.lowering.calls import spliced_calls
     from plax.lowering.program import fusion_units
     from plax_cupy.emitter import CupyEmitter
-    jaxpr = inline_calls(plax.make_jaxpr(fn)(*args).jaxpr)
+    jaxpr = spliced_calls(plax.make_jaxpr(fn)(*args).jaxpr)   # (as the driver splices them)
     return jaxpr, fusion_units(jaxpr, CupyEmitter)
 
 
