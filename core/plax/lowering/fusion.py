@@ -97,9 +97,29 @@ reduction split over blocks, in the block that combines the partials), reading t
 operands at the output's index: ``x / norm(x)``'s ``sqrt``, a mean's division, softmax's
 ``log`` of the sum, an accuracy's division by the count. Moving them to the reduction's
 place is a valid order: what they read is computed before it or by it. A generator that
-declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`). A full
-"reduce, then re-read the operand" fusion (softmax in one kernel) is not this rule: it
-needs the whole row in one block (or a second pass over the operand inside the kernel).
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`). The
+"reduce, then re-read the operand" pattern (softmax) is the next rule's.
+
+**Row-local clusters** (for a backend that asks: ``row_local=N`` in :class:`FusionOptions`,
+from :attr:`plax.lowering.Emitter.row_local_max_elements`; folded before epilogues): a unit
+whose ``REDUCTION`` equations all reduce the same *trailing* axes of one shape (a *row*: the
+reduced elements of one kept index; rows of 2 to ``N`` elements) takes the later units that
+read its values (and, in turn, the units reading theirs) when each of their equations is
+row-local: single-result elementwise work whose values are all row-shaped (the iteration
+shape), all kept-shaped (the kept axes, with or without the reduced ones as size 1) or rank 0;
+a reduction of the same rows; a ``broadcast_in_dim`` of a kept-shaped or rank-0 value over the
+rows, or of a value from outside the group read through its index map; a
+``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
+(:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
+first unit, except a scalar producer (``-inf`` converted for a max), which moves into the
+group with its reader; a scalar producer before it that only the group reads joins too. The
+group is formed only where some row-shaped value reads a reduction's result (else the
+epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
+:attr:`Cluster.row_axes` the row's axis count: a generator computes it a row at a time in
+phases (reduce the row, then compute on it again with the result, ...): softmax, log-softmax,
+layer norm and their gradients in one kernel. Moving the group to its first unit's place is
+a valid order: all it reads is computed there. A generator that declines such a cluster has
+its parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
