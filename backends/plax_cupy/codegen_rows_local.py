@@ -35,7 +35,7 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Literal, Var
+from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 from plax.lowering.fusion import ROW_LOCAL_IDENTITIES
 

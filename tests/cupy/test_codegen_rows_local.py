@@ -46,10 +46,7 @@ def _programs():
     def layer_norm_flat(x, g):   # (no keepdims: kept-shaped values, a scale over the rows)
         mean = jnp.mean(x, -1)
         centred = x - mean[..., None]
-        return centred * jax_rsqrt(jnp.mean(centred * centred, -1) + 1e-5)[..., None] * g
-
-    def jax_rsqrt(v):
-        return plax.lax.rsqrt(v)
+        return centred * plax.lax.rsqrt(jnp.mean(centred * centred, -1) + 1e-5)[..., None] * g
 
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
