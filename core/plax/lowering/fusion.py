@@ -452,7 +452,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
       jaxpr: the program.
       options: a :class:`FusionOptions`, what the generator fuses beyond the plain kinds
         (multi-result, index, scalar-producer, arg-reduction and cumulative equations,
-        structural groups, epilogues, horizontal groups; see the module docstring); a backend
+        structural groups, row-local clusters, epilogues, horizontal groups; see the module
+        docstring); a backend
         passes its emitter's
         :meth:`~plax.lowering.Emitter.fusion_options`. Default: none of them.
 
