@@ -1519,6 +1519,24 @@ def _index_lines(var: str, total: str, extents, out_names) -> list[str]:
     return lines
 
 
+def kernel_inputs(cluster, literal_values: bool = True, values: frozenset = frozenset()
+                  ) -> list[KernelInput]:
+    """A :class:`KernelInput` per input of ``cluster`` (parameters ``a0``, ``a1``...): ``"value"``
+    for the inputs in ``values`` (ids), ``"literal"`` for rank-0 literals where
+    ``literal_values`` (not float16, bfloat16 or complex ones), else ``"array"``."""
+    inputs: list[KernelInput] = []
+    for j, atom in enumerate(cluster.inputs):
+        dtype = np.dtype(atom.aval.dtype)
+        if id(atom) in values:
+            inputs.append(KernelInput(atom, f"a{j}", "value", dtype))
+        elif isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
+                not is_half(dtype) and dtype.kind != "c":
+            inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
+        else:
+            inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
+    return inputs
+
+
 def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = frozenset()
                  ) -> ClusterKernel:
     """The CUDA kernel of ``cluster``.
@@ -1555,16 +1573,7 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         if len(eqn.outvars) != 1 and eqn.primitive is not lax.threefry2x32_p:
             raise Unsupported(f"{eqn.primitive.name}: several results")
 
-    inputs: list[KernelInput] = []
-    for j, atom in enumerate(cluster.inputs):
-        dtype = np.dtype(atom.aval.dtype)
-        if id(atom) in values:
-            inputs.append(KernelInput(atom, f"a{j}", "value", dtype))
-        elif isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
-                not is_half(dtype) and dtype.kind != "c":
-            inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
-        else:
-            inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
+    inputs = kernel_inputs(cluster, literal_values, values)
     by_atom = {id(inp.atom): inp for inp in inputs}
 
     # reductions: all must reduce the same axes (one (output, reduced) decomposition)

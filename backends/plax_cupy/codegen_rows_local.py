@@ -35,12 +35,11 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import Literal
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 from plax.lowering.fusion import ROW_LOCAL_IDENTITIES
 
 from plax_cupy import codegen, special_source
-from plax_cupy.dtypes import UnsupportedDtype, ctype, is_half, value_ctype
+from plax_cupy.dtypes import UnsupportedDtype, ctype, value_ctype
 
 
 class RowsKernel:
@@ -130,15 +129,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
         if len(eqn.outvars) != 1:
             raise codegen.Unsupported(f"{eqn.primitive.name}: several results")
 
-    inputs = []
-    for j, atom in enumerate(cluster.inputs):
-        dtype = np.dtype(atom.aval.dtype)
-        if isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
-                not is_half(dtype) and dtype.kind != "c":
-            inputs.append(codegen.KernelInput(atom, f"a{j}", "literal", dtype,
-                                              np.asarray(atom.val, dtype)[()]))
-        else:
-            inputs.append(codegen.KernelInput(atom, f"a{j}", "array", dtype))
+    inputs = codegen.kernel_inputs(cluster, literal_values)
     by_atom = {id(inp.atom): inp for inp in inputs}
     outputs = {id(v): j for j, v in enumerate(cluster.outputs)}
     out_dtypes = [np.dtype(v.aval.dtype) for v in cluster.outputs]
