@@ -170,6 +170,9 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     reductions: list = []   # (eqn, Reduction) in program order
     for eqn in eqns:
         if fusion_kind(eqn.primitive) == REDUCTION:
+            if tuple(eqn.invars[0].aval.shape) != shape or \
+                    sorted(int(a) for a in eqn.params["axes"]) != list(range(rank - m, rank)):
+                raise codegen.Unsupported("a reduction outside the row")
             reductions.append((eqn, codegen.reduction_of(eqn)))
     red_index = {id(e.outvars[0]): r for r, (e, _) in enumerate(reductions)}
 
@@ -186,8 +189,6 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 r = red_index[id(out)]
                 red = reductions[r][1]
                 expr = codegen.load_expr(red.store(f"s{r}[0]", dout), dout)
-            elif fusion_kind(eqn.primitive) == REDUCTION:
-                raise codegen.Unsupported("a reduction outside the row")
             elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p) or \
                     eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = uniform[id(eqn.invars[0])]   # (the same value: one per row)
