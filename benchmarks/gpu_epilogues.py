@@ -10,7 +10,9 @@ alike), the generated kernels among them (``plax_reduce`` / ``plax_elementwise``
 and, with ``--clusters``, each kernel's fused primitives. The simulated GPU runs the kernels,
 so each result is checked against the NumPy backend (float32 within 1e-5 relative).
 The times mean nothing here; launches are what an epilogue fused into its reduction saves
-(docs/gpu.md, "Reductions and what reads them").
+(docs/gpu.md, "Reductions and what reads them"), and what a row-local cluster saves where the
+rows are read again after their reduction (softmax, layer norm: "Row-local clusters";
+``plax_rows`` kernels count under "other").
 """
 from __future__ import annotations
 

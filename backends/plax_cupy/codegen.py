@@ -111,6 +111,13 @@ VECTOR_CHUNKS = 2
 #: the fewest elements for which an elementwise kernel gets a vector path: below it the kernel
 #: is bound by its launch, and the path would only add code to compile
 VECTOR_MIN_ELEMENTS = 1 << 16
+#: the longest row (elements) of a row-local cluster (``plax.lowering.FusionOptions.row_local``,
+#: :mod:`plax_cupy.codegen_rows_local`: softmax or layer norm with a block per row, each phase
+#: re-reading the row). Up to it a row is at most 32 KiB of float32 per block (each later
+#: phase's re-read hits L1/L2) and a block's 256 threads take at most 32 elements each per
+#: phase; past it the split reductions of today's plan keep more blocks busy per row (a
+#: choice, not yet measured on a GPU: docs/gpu.md)
+ROW_LOCAL_MAX_ELEMENTS = 8192
 #: the fewest equations of its own (values only it reads) some case of a ``select_n`` needs
 #: for the select to become a branch computing only the selected case
 #: (:func:`_branch_selects`): below it a divergent warp's cost of running both branches and
@@ -1530,6 +1537,24 @@ def _index_lines(var: str, total: str, extents, out_names) -> list[str]:
     return lines
 
 
+def kernel_inputs(cluster, literal_values: bool = True, values: frozenset = frozenset()
+                  ) -> list[KernelInput]:
+    """A :class:`KernelInput` per input of ``cluster`` (parameters ``a0``, ``a1``...): ``"value"``
+    for the inputs in ``values`` (ids), ``"literal"`` for rank-0 literals where
+    ``literal_values`` (not float16, bfloat16 or complex ones), else ``"array"``."""
+    inputs: list[KernelInput] = []
+    for j, atom in enumerate(cluster.inputs):
+        dtype = np.dtype(atom.aval.dtype)
+        if id(atom) in values:
+            inputs.append(KernelInput(atom, f"a{j}", "value", dtype))
+        elif isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
+                not is_half(dtype) and dtype.kind != "c":
+            inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
+        else:
+            inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
+    return inputs
+
+
 def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = frozenset()
                  ) -> ClusterKernel:
     """The CUDA kernel of ``cluster``.
@@ -1566,16 +1591,7 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         if len(eqn.outvars) != 1 and eqn.primitive is not lax.threefry2x32_p:
             raise Unsupported(f"{eqn.primitive.name}: several results")
 
-    inputs: list[KernelInput] = []
-    for j, atom in enumerate(cluster.inputs):
-        dtype = np.dtype(atom.aval.dtype)
-        if id(atom) in values:
-            inputs.append(KernelInput(atom, f"a{j}", "value", dtype))
-        elif isinstance(atom, Literal) and not atom.aval.shape and literal_values and \
-                not is_half(dtype) and dtype.kind != "c":
-            inputs.append(KernelInput(atom, f"a{j}", "literal", dtype, np.asarray(atom.val, dtype)[()]))
-        else:
-            inputs.append(KernelInput(atom, f"a{j}", "array", dtype))
+    inputs = kernel_inputs(cluster, literal_values, values)
     by_atom = {id(inp.atom): inp for inp in inputs}
 
     # reductions: all must reduce the same axes (one (output, reduced) decomposition)

@@ -38,7 +38,7 @@ import numpy as np
 from plax.lowering import ARG_REDUCTION, Emitter, call_body, fusion_kind, inserts_unit_axes, \
     sub_cluster
 
-from plax_cupy import codegen
+from plax_cupy import codegen, codegen_rows_local
 
 
 class _CodegenBound:
@@ -92,6 +92,11 @@ class CupyEmitter(Emitter):
     #: sum, an accuracy's count divided) joins the reduction's kernel as its epilogue,
     #: computed where each result is final (``codegen.plan_cluster``'s ``plax_epilogue``)
     fuses_epilogues = True
+    #: a reduction over trailing axes of rows of at most this many elements and the later work
+    #: on those rows and results (softmax's exp(x - max) and division by the sum, layer norm)
+    #: are one kernel computing a row per block (``codegen_rows_local``), read when a program
+    #: is lowered (``codegen.ROW_LOCAL_MAX_ELEMENTS``)
+    row_local_max_elements = _CodegenBound("ROW_LOCAL_MAX_ELEMENTS")
     #: a reader of at most this many elements computes per element what it reads through a
     #: structural equation, however costly (``codegen.RECOMPUTE_MAX_ELEMENTS``, read when a
     #: program is lowered): a key split before a small sampler is part of its kernel
@@ -111,6 +116,14 @@ class CupyEmitter(Emitter):
         self.program_kernels: list = []
 
     def emit_cluster(self, cluster):
+        if cluster.row_axes:   # (a block per row; declined: its parts as they were)
+            try:
+                plan = codegen_rows_local.plan_rows(cluster)
+            except codegen.Unsupported:
+                return None
+            from plax_cupy.launch_rows import RowsLauncher
+            self.kernel_sources.append(plan)
+            return RowsLauncher(plan, self.backend)
         try:
             plan = codegen.plan_cluster(cluster)
         except codegen.Unsupported:   # (an argmax read uncoalesced, reducing other axes, ...)

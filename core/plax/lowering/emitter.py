@@ -126,6 +126,11 @@ class Emitter:
     #: cluster as an *epilogue* (:attr:`plax.lowering.Cluster.epilogue`): the generator
     #: computes them where each result is final (see :func:`plax.lowering.find_clusters`)
     fuses_epilogues: bool = False
+    #: the longest row (elements) of a *row-local* cluster: a reduction over trailing axes and
+    #: the later units computing on its rows and results (softmax, layer norm), which the
+    #: generator computes a row at a time (:attr:`plax.lowering.Cluster.row_axes`; see
+    #: :func:`plax.lowering.find_clusters`); 0: none
+    row_local_max_elements: int = 0
 
     @classmethod
     def fusion_options(cls) -> FusionOptions:
@@ -149,7 +154,8 @@ class Emitter:
                              horizontal=cls.horizontal_max_elements,
                              structural=cls.fuses_structural,
                              recompute_max_elements=cls.recompute_max_elements,
-                             epilogues=cls.fuses_epilogues)
+                             epilogues=cls.fuses_epilogues,
+                             row_local=cls.row_local_max_elements)
 
     def emit_cluster(self, cluster) -> Callable | Step | None:
         """A step computing ``cluster.outputs`` (a list) from ``cluster.inputs``' buffers."""

@@ -97,9 +97,29 @@ reduction split over blocks, in the block that combines the partials), reading t
 operands at the output's index: ``x / norm(x)``'s ``sqrt``, a mean's division, softmax's
 ``log`` of the sum, an accuracy's division by the count. Moving them to the reduction's
 place is a valid order: what they read is computed before it or by it. A generator that
-declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`). A full
-"reduce, then re-read the operand" fusion (softmax in one kernel) is not this rule: it
-needs the whole row in one block (or a second pass over the operand inside the kernel).
+declines such a cluster has its parts lowered as they were (:attr:`Cluster.parts`). The
+"reduce, then re-read the operand" pattern (softmax) is the next rule's.
+
+**Row-local clusters** (for a backend that asks: ``row_local=N`` in :class:`FusionOptions`,
+from :attr:`plax.lowering.Emitter.row_local_max_elements`; folded before epilogues): a unit
+whose ``REDUCTION`` equations all reduce the same *trailing* axes of one shape (a *row*: the
+reduced elements of one kept index; rows of 2 to ``N`` elements) takes the later units that
+read its values (and, in turn, the units reading theirs) when each of their equations is
+row-local: single-result elementwise work whose values are all row-shaped (the iteration
+shape), all kept-shaped (the kept axes, with or without the reduced ones as size 1) or rank 0;
+a reduction of the same rows; a ``broadcast_in_dim`` of a kept-shaped or rank-0 value over the
+rows, or of a value from outside the group read through its index map; a
+``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
+(:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
+first unit, except a scalar producer (``-inf`` converted for a max), which moves into the
+group with its reader; a scalar producer before it that only the group reads joins too. The
+group is formed only where some row-shaped value reads a reduction's result (else the
+epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
+:attr:`Cluster.row_axes` the row's axis count: a generator computes it a row at a time in
+phases (reduce the row, then compute on it again with the result, ...): softmax, log-softmax,
+layer norm and their gradients in one kernel. Moving the group to its first unit's place is
+a valid order: all it reads is computed there. A generator that declines such a cluster has
+its parts lowered as they were (:attr:`Cluster.parts`).
 
 **Horizontal groups** (for a backend that asks: ``horizontal=N`` in :class:`FusionOptions`,
 from :attr:`plax.lowering.Emitter.horizontal_max_elements`): consecutive units that are
@@ -169,6 +189,11 @@ class FusionOptions:
       epilogues: elementwise units computing on a reduction's results join its cluster as its
         :attr:`Cluster.epilogue`, computed where each result is final
         (``Emitter.fuses_epilogues``).
+      row_local: the longest row (elements) of a *row-local* cluster: a reduction over
+        trailing axes and the later units that compute on its rows and results (softmax,
+        layer norm) become one cluster a generator computes a row at a time
+        (:attr:`Cluster.row_axes`); 0 (the default) forms none
+        (``Emitter.row_local_max_elements``).
 
     Example:
       >>> options = FusionOptions(index=True, cumulative=True)
@@ -185,6 +210,7 @@ class FusionOptions:
     structural: bool = False
     recompute_max_elements: int = 0
     epilogues: bool = False
+    row_local: int = 0
 
 
 #: the plain kinds only (a backend that asks for nothing more)
@@ -289,15 +315,19 @@ class Cluster:
       epilogue: the trailing equations of ``eqns`` computed per output of the cluster's
         reductions, over their shape, once each output is final (see the module docstring,
         "Epilogues"); empty for other clusters.
+      row_axes: for a row-local cluster (see the module docstring, "Row-local clusters"), how
+        many trailing axes of ``shape`` form a row (what its reductions reduce); 0 for other
+        clusters.
     """
 
-    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts", "epilogue")
+    __slots__ = ("eqns", "shape", "inputs", "outputs", "parts", "epilogue", "row_axes")
 
     def __init__(self, eqns: list, shape: tuple, inputs: list, outputs: list,
-                 parts: list | None = None, epilogue: list | None = None):
+                 parts: list | None = None, epilogue: list | None = None, row_axes: int = 0):
         self.eqns, self.shape, self.inputs, self.outputs = eqns, shape, inputs, outputs
         self.parts = parts
         self.epilogue = list(epilogue or ())
+        self.row_axes = row_axes
 
     def __repr__(self) -> str:
         prims = " ".join(e.primitive.name for e in self.eqns)
@@ -422,7 +452,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
       jaxpr: the program.
       options: a :class:`FusionOptions`, what the generator fuses beyond the plain kinds
         (multi-result, index, scalar-producer, arg-reduction and cumulative equations,
-        structural groups, epilogues, horizontal groups; see the module docstring); a backend
+        structural groups, row-local clusters, epilogues, horizontal groups; see the module
+        docstring); a backend
         passes its emitter's
         :meth:`~plax.lowering.Emitter.fusion_options`. Default: none of them.
 
@@ -442,6 +473,8 @@ def find_clusters(jaxpr: Jaxpr, options: FusionOptions = PLAIN
         units = _fold_scalar_producers(jaxpr, list(units))
     if options.structural:
         units = _fold_structural(jaxpr, list(units), options.recompute_max_elements)
+    if options.row_local > 0:
+        units = _fold_row_local(jaxpr, list(units), options.row_local)
     if options.epilogues:
         units = _fold_epilogues(jaxpr, list(units), options)
     if options.horizontal > 0:
@@ -630,12 +663,7 @@ def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
     docstring). Moving an equation later keeps the order valid: its operands are defined
     before its old place, its readers all after the cluster's start."""
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    where: dict = {}  # id(var) -> indices of the units reading it
-    for i, unit in enumerate(units):
-        for e in (unit.eqns if isinstance(unit, Cluster) else [unit]):
-            for v in e.invars:
-                if isinstance(v, Var):
-                    where.setdefault(id(v), set()).add(i)
+    _, where = _unit_links(units)   # (id(var) -> indices of the units reading it)
     for i in range(len(units) - 1, -1, -1):  # (last first: a chain folds link by link)
         eqns = _scalar_producer(units[i])
         if eqns is None:
@@ -670,6 +698,25 @@ def _fold_scalar_producers(jaxpr: Jaxpr, units: list) -> list:
 
 def _unit_eqns(unit) -> list:
     return unit.eqns if isinstance(unit, Cluster) else [unit]
+
+
+def _unit_links(units: list) -> tuple[dict, dict]:
+    """``(producer, readers)`` of ``units`` (clusters and lone equations in program order, None
+    for a place emptied by a fold): ``producer[id(var)]`` the index of the unit defining the
+    value, ``readers[id(var)]`` the set of indices of the units reading it. The folds keep
+    both current as they merge units (each update in place: no set copied per merge)."""
+    producer: dict = {}
+    readers: dict = {}
+    for i, unit in enumerate(units):
+        if unit is None:
+            continue
+        for e in _unit_eqns(unit):
+            for v in e.invars:
+                if isinstance(v, Var):
+                    readers.setdefault(id(v), set()).add(i)
+            for v in e.outvars:
+                producer[id(v)] = i
+    return producer, readers
 
 
 def _absorbable(unit) -> bool:
@@ -760,8 +807,7 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
     valid: each is read only by the group, and what it reads was computed before its old
     place."""
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    producer: dict = {}   # id(var) -> index of the unit defining it
-    readers: dict = {}    # id(var) -> indices of the units reading it
+    producer, readers = _unit_links(units)
     # whether a slice or concatenation / an equation other than a view is in the unit or in
     # what it could absorb (absorbable units upstream, none an output): a group of a unit
     # without both is dropped however it grows (below), so it is not grown (else a program of
@@ -774,15 +820,9 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
         opens.append(_absorbable(unit) and
                      not any(id(w) in outputs for e in eqns for w in e.outvars))
         feeds = [p for p in {producer.get(id(v)) for e in eqns for v in e.invars
-                             if isinstance(v, Var)} if p is not None and opens[p]]
+                             if isinstance(v, Var)} if p is not None and p < i and opens[p]]
         moves.append(any(map(_moves_elements, eqns)) or any(moves[p] for p in feeds))
         other.append(not all(map(_is_view, eqns)) or any(other[p] for p in feeds))
-        for e in eqns:
-            for v in e.invars:
-                if isinstance(v, Var):
-                    readers.setdefault(id(v), set()).add(i)
-            for v in e.outvars:
-                producer[id(v)] = i
     # a member of a dropped group, itself a reader of at least that group's reader's size,
     # would grow a part of that group (its bound on what is too small no tighter) while no
     # merge changed what the group saw: dropped too (else each unit of a long chain cut off
@@ -853,7 +893,9 @@ def _fold_structural(jaxpr: Jaxpr, units: list, recompute: int = 0) -> list:
             units[g] = None
         for v in inputs:   # (what the absorbed equations read is now read by unit j)
             if isinstance(v, Var):
-                readers[id(v)] = (readers.get(id(v), set()) - group) | {j}
+                users = readers.setdefault(id(v), set())
+                users -= group   # (in place: a shared operand's reader set is not copied per merge)
+                users.add(j)
         for e in eqns:
             for v in e.outvars:
                 producer[id(v)] = j
@@ -878,7 +920,7 @@ def _reduction_outputs(unit, options: FusionOptions) -> tuple | None:
     asked) equations, all of one ``axes`` and result shape, no ``CUMULATIVE`` one; else
     None."""
     if isinstance(unit, Cluster):
-        if unit.epilogue:
+        if unit.epilogue or unit.row_axes:
             return None
         eqns = unit.eqns
     elif _iteration_shape(unit, options) is None:
@@ -919,15 +961,7 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
     results as its epilogue (see the module docstring): the merged cluster takes the reducing
     unit's place; its outputs are what later units or the jaxpr read of its values."""
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    producer: dict = {}   # id(var) -> index of the unit defining it
-    readers: dict = {}    # id(var) -> indices of the units reading it
-    for i, unit in enumerate(units):
-        for e in _unit_eqns(unit):
-            for v in e.invars:
-                if isinstance(v, Var):
-                    readers.setdefault(id(v), set()).add(i)
-            for v in e.outvars:
-                producer[id(v)] = i
+    producer, readers = _unit_links(units)
     for i, unit in enumerate(units):
         if unit is None:
             continue
@@ -976,4 +1010,166 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
         # values a later reducing unit or its epilogue computes, never for these inputs)
         for v in (w for e in epilogue for w in e.outvars):
             producer[id(v)] = i
+    return [u for u in units if u is not None]
+
+
+#: primitives (names) computing their operand itself, which a row-local cluster takes as the
+#: value they read (``stop_gradient``, left in a program after differentiation: elsewhere a
+#: lone equation that launches nothing, but one that would cut the cluster in two)
+ROW_LOCAL_IDENTITIES = ("stop_gradient",)
+
+
+def _row_geometry(unit, max_row: int) -> tuple | None:
+    """``(shape, row_axes)`` where ``unit`` (a plain cluster or a lone equation) may start a
+    row-local cluster: it has ``REDUCTION`` equations, all over the same trailing axes of
+    operands of one shape, whose rows have 2 to ``max_row`` elements; else None."""
+    if isinstance(unit, Cluster) and (unit.parts is not None or unit.epilogue or unit.row_axes):
+        return None
+    reducing = [e for e in _unit_eqns(unit) if _fusion_kinds.get(e.primitive) == REDUCTION]
+    layouts = {(tuple(e.invars[0].aval.shape), tuple(sorted(int(a) for a in e.params["axes"])))
+               for e in reducing}
+    if len(layouts) != 1:
+        return None
+    ((shape, axes),) = layouts
+    rank, m = len(shape), len(axes)
+    if not m or axes != tuple(range(rank - m, rank)) or \
+            not 2 <= math.prod(shape[rank - m:]) <= max_row:
+        return None
+    return shape, m
+
+
+def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
+    """Whether ``eqn`` may be part of a row-local cluster over ``shape`` whose rows are its
+    ``m`` trailing axes: each value it reads or makes is row-shaped (``shape``), kept-shaped
+    (one per row: the kept axes, with or without the reduced ones as size 1) or rank 0; it is
+    a reduction of the rows, single-result elementwise work, a ``broadcast_in_dim`` of a
+    kept-shaped or rank-0 value over the rows (or of an input of the cluster,
+    ``is_input(var)``, read through its index map), or a ``reshape``/``squeeze`` between the
+    two kept shapes."""
+    if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
+        return False
+    kept = shape[:len(shape) - m]
+    kept_shapes = (kept, kept + (1,) * m)
+    out = tuple(eqn.outvars[0].aval.shape)
+    if out != shape and out not in kept_shapes and out != ():
+        return False
+    kind = _fusion_kinds.get(eqn.primitive)
+    if kind == REDUCTION:
+        return tuple(eqn.invars[0].aval.shape) == shape and out == kept and \
+            tuple(sorted(int(a) for a in eqn.params["axes"])) == tuple(range(len(kept), len(shape)))
+    if kind == ELEMENTWISE:
+        return all(tuple(v.aval.shape) in (out, ()) for v in eqn.invars)
+    op = eqn.invars[0] if eqn.invars else None
+    if kind == BROADCAST:
+        if eqn.params.get("sharding") is not None:
+            return False
+        src, dims = tuple(op.aval.shape), tuple(eqn.params["broadcast_dimensions"])
+        if src == () or (src == kept and dims == tuple(range(len(kept)))):
+            return True
+        if src == kept_shapes[1] and dims == tuple(range(len(shape))):
+            return out == shape or src == out
+        return out == shape and isinstance(op, Var) and is_input(op)
+    if eqn.primitive.name in ROW_LOCAL_IDENTITIES:
+        return tuple(op.aval.shape) == out
+    if kind == STRUCTURAL and eqn.primitive.name in KEEPS_ORDER:
+        return tuple(op.aval.shape) in kept_shapes and out in kept_shapes and \
+            eqn.params.get("dimensions") is None
+    return False
+
+
+def _rereads_rows(eqns: list, shape: tuple) -> bool:
+    """Whether a row-shaped value of ``eqns`` depends on a reduction among them: the pattern
+    only a row-local cluster fuses (work on a reduction's results alone is an epilogue)."""
+    after: set = set()
+    for e in eqns:
+        if _fusion_kinds.get(e.primitive) == REDUCTION or \
+                any(isinstance(v, Var) and id(v) in after for v in e.invars):
+            if _fusion_kinds.get(e.primitive) != REDUCTION and \
+                    tuple(e.outvars[0].aval.shape) == shape:
+                return True
+            after.update(id(v) for v in e.outvars)
+    return False
+
+
+def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
+    """``units`` with each unit that reduces rows of at most ``max_row`` elements merged with
+    the later units computing on those rows and their results (see the module docstring,
+    "Row-local clusters"): the merged cluster takes the reducing unit's place, which is a
+    valid order because every value it reads from outside is computed before that place."""
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    producer, readers = _unit_links(units)
+    for i, unit in enumerate(units):
+        geometry = None if unit is None else _row_geometry(unit, max_row)
+        if geometry is None:
+            continue
+        shape, m = geometry
+        own = _unit_eqns(unit)
+        made = {id(v) for e in own for v in e.outvars}
+        outside = (lambda v: id(v) not in made)
+        if not all(_row_local_eqn(e, shape, m, outside) for e in own):
+            continue
+        merged = [i]
+        todo = sorted({k for v in made for k in readers.get(v, ()) if k > i})
+        seen = set(todo)
+        while todo:   # (in program order: a unit's readers all come after it)
+            k = heapq.heappop(todo)
+            cand = units[k]
+            if cand is None or (isinstance(cand, Cluster) and (
+                    cand.parts is not None or cand.epilogue or cand.row_axes)):
+                continue
+            theirs = _unit_eqns(cand)
+            new = {id(v) for e in theirs for v in e.outvars}
+            reads = [v for e in theirs for v in e.invars
+                     if isinstance(v, Var) and id(v) not in new and id(v) not in made]
+            # (a scalar producer placed after the start, -inf converted for a max, moves to
+            # it with its reader: its operands are there already)
+            early = {producer[id(v)] for v in reads if producer.get(id(v), -1) >= i}
+            if any(units[p] is None or _scalar_producer(units[p]) is None or any(
+                    producer.get(id(v), -1) >= i for e in _unit_eqns(units[p]) for v in e.invars
+                    if isinstance(v, Var)) for p in early) or not all(
+                    _row_local_eqn(e, shape, m, lambda v: id(v) not in made and id(v) not in new)
+                    for e in theirs):
+                continue
+            for p in sorted(early):
+                merged.append(p)
+                made |= {id(v) for e in _unit_eqns(units[p]) for v in e.outvars}
+            merged.append(k)
+            made |= new
+            for r in {r for v in new for r in readers.get(v, ()) if r > k} - seen:
+                seen.add(r)
+                heapq.heappush(todo, r)
+        # (a scalar producer before the start read by the group alone, -inf converted for a
+        # max, moves later into it: the group computes it per row from its operands)
+        grown = True
+        while grown and len(merged) > 1:
+            grown = False
+            reads = {producer.get(id(v), -1) for k in merged for e in _unit_eqns(units[k])
+                     for v in e.invars if isinstance(v, Var) and id(v) not in made}
+            for p in sorted(r for r in reads if r >= 0 and r not in merged):
+                theirs = _scalar_producer(units[p]) if units[p] is not None else None
+                new = {id(v) for e in theirs or () for v in e.outvars}
+                if theirs and not new & outputs and all(
+                        readers.get(v, set()) <= set(merged) for v in new):
+                    merged.append(p)
+                    made |= new
+                    grown = True
+        merged.sort()
+        eqns = [e for k in merged for e in _unit_eqns(units[k])]
+        if len(merged) == 1 or not _rereads_rows(eqns, shape):
+            continue
+        taken = set(merged)
+        outs = [v for e in eqns for v in e.outvars
+                if id(v) in outputs or readers.get(id(v), set()) - taken]
+        units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[k] for k in merged],
+                           row_axes=m)
+        for k in merged:
+            if k != i:
+                units[k] = None
+        for v in (w for e in eqns for w in e.outvars):   # (all made at i now; what they
+            producer[id(v)] = i                            # read is read by i)
+        for v in units[i].inputs:
+            if isinstance(v, Var):
+                users = readers.setdefault(id(v), set())
+                users -= taken
+                users.add(i)
     return [u for u in units if u is not None]

@@ -1,0 +1,251 @@
+"""Row-local clusters (issue 24): softmax, log-softmax, layer norm and ``x / norm(x)`` as one
+kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluster.row_axes``;
+``plax_cupy.codegen_rows_local``).
+
+* The fusion rule (CPU side): which programs form a row-local cluster (reductions over trailing
+  axes, rows of 2 to ``codegen.ROW_LOCAL_MAX_ELEMENTS`` elements), what stays apart (a row one
+  past the cap, a leading axis reduced), and that backends that do not ask (NumPy, Numba) are
+  unaffected.
+* Values: the surveyed programs and their gradients over rows of 7, 32 and 1000 elements,
+  rank 1 to 3, float32, float16, bfloat16, float64 and int32, keepdims and not, an input
+  broadcast over the rows (layer norm's scale): ``plax_rows`` built for the host with a block of
+  ``std::thread``\\ s (all kernels in one build), two blocks taking the rows in turn, against
+  the NumPy backend (floats within the float-sum tolerances, integers bit for bit).
+* NVRTC compiles them without a warning (where NVRTC is available).
+* On the simulated GPU (this file again in a child process): softmax and layer norm are one
+  launch; a row one past the cap keeps today's plan; values equal to the NumPy backend's.
+"""
+from __future__ import annotations
+
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from gpu_env import requires_nvrtc
+from test_codegen_arg_reductions import _launches, _put
+from test_kernels_rows import _kernels, needs_cxx20
+from test_simulated_streams import SIMULATED, on_simulated_gpu, run_file_on_simulated_gpu
+from plax_cupy import codegen
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+cpu_side = pytest.mark.skipif(SIMULATED, reason="checked in the parent process")
+
+
+def _programs():
+    """``{name: fn}``: the row-local programs the tests cover."""
+    import plax
+    from plax import numpy as jnp
+
+    def layer_norm(x):
+        mean = jnp.mean(x, -1, keepdims=True)
+        var = jnp.mean((x - mean) ** 2, -1, keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5)
+
+    def layer_norm_flat(x, g):   # (no keepdims: kept-shaped values, a scale over the rows)
+        mean = jnp.mean(x, -1)
+        centred = x - mean[..., None]
+        return centred * plax.lax.rsqrt(jnp.mean(centred * centred, -1) + 1e-5)[..., None] * g
+
+    return {
+        "softmax": lambda x: plax.nn.softmax(x, axis=-1),
+        "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
+        "log_softmax": lambda x: plax.nn.log_softmax(x, axis=-1),
+        "layer_norm": layer_norm,
+        "layer_norm_flat": layer_norm_flat,
+        "normalize": lambda v: v / jnp.linalg.norm(v),
+        "int_rows": lambda x: x * jnp.sum(x, -1, keepdims=True) - jnp.max(x, -1)[..., None],
+        "grad_softmax": plax.grad(lambda x: jnp.sum(plax.nn.softmax(x, axis=-1) ** 2)),
+        "grad_layer_norm": plax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)),
+        "grad_log_softmax": plax.grad(lambda x, w: jnp.sum(plax.nn.log_softmax(x, axis=-1) * w)),
+    }
+
+
+#: (program, shape, dtype): rows of 7, 32 and 1000 elements, rank 1 to 3, every float type
+CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.dtype(np.float32)),
+         ("log_softmax", (3, 32), np.dtype(np.float16)), ("layer_norm", (2, 1000), BF16),
+         ("layer_norm_flat", (2, 3, 32), np.dtype(np.float32)),
+         ("normalize", (1000,), np.dtype(np.float64)), ("int_rows", (4, 9), np.dtype(np.int32)),
+         ("grad_softmax", (4, 7), np.dtype(np.float32)),
+         ("grad_layer_norm", (3, 32), np.dtype(np.float32)),
+         ("grad_log_softmax", (3, 7), np.dtype(np.float16))]
+
+
+def _operands(name, shape, dtype, rng):
+    if dtype.kind in "iu":
+        x = rng.integers(-5, 6, size=shape).astype(dtype)
+    else:
+        x = np.round(rng.standard_normal(shape), 2).astype(dtype)
+    if name == "layer_norm_flat":
+        return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
+    if name in ("grad_layer_norm", "grad_log_softmax"):
+        return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
+    return [x]
+
+
+def _units(fn, args):
+    import plax
+    from plax.lowering.calls import spliced_calls
+    from plax.lowering.program import fusion_units
+    from plax_cupy.emitter import CupyEmitter
+    jaxpr = spliced_calls(plax.make_jaxpr(fn)(*args).jaxpr)   # (as the driver splices them)
+    return jaxpr, fusion_units(jaxpr, CupyEmitter)
+
+
+def _row_local(units):
+    from plax.lowering import Cluster
+    return [u for u in units if isinstance(u, Cluster) and u.row_axes]
+
+
+@cpu_side
+def test_the_fusion_rule():
+    import plax
+    from plax import numpy as jnp
+    from plax.lowering import Cluster, Emitter
+    from plax.lowering.program import fusion_units
+    from plax_cupy.emitter import CupyEmitter
+    from plax_numpy.backend import NumpyEmitter
+    progs = _programs()
+    x = np.ones((4, 7), np.float32)
+    # softmax and layer norm: the whole program one row-local cluster over the rows
+    for name in ("softmax", "layer_norm", "grad_softmax"):
+        with plax.config.override("jax_enable_x64", False):
+            _, units = _units(progs[name], [x])
+        (c,) = units
+        assert isinstance(c, Cluster) and c.row_axes == 1 and c.shape == (4, 7), name
+    _, units = _units(progs["softmax2"], [np.ones((2, 3, 5), np.float32)])
+    assert [u.row_axes for u in units] == [2]
+    # a row one past the cap, or a leading axis reduced: today's plan (an epilogue at most)
+    cap = codegen.ROW_LOCAL_MAX_ELEMENTS
+    assert not _row_local(_units(progs["softmax"], [np.ones((2, cap + 1), np.float32)])[1])
+    assert _row_local(_units(progs["softmax"], [np.ones((1, cap), np.float32)])[1])
+    assert not _row_local(_units(lambda x: plax.nn.softmax(x, axis=0), [x])[1])
+    # rows of one element: the reduction is a reshape (no reduction left to fuse)
+    assert not _row_local(_units(progs["softmax"], [np.ones((4, 1), np.float32)])[1])
+    # work on the results alone stays an epilogue (no row re-read)
+    (c,) = _units(lambda x: jnp.sum(x, -1) * 2.0, [x])[1]
+    assert c.epilogue and not c.row_axes
+    # NumPy's and Numba's generators do not ask; the CuPy generator does
+    assert Emitter.fusion_options().row_local == 0
+    assert CupyEmitter.fusion_options().row_local == cap
+    emitters = [NumpyEmitter]
+    try:
+        from plax_numba.emitter import NumbaEmitter
+        emitters.append(NumbaEmitter)
+    except ImportError:
+        pass
+    j = plax.make_jaxpr(progs["layer_norm"])(x).jaxpr
+    for emitter in emitters:
+        assert emitter.fusion_options().row_local == 0
+        assert not _row_local(fusion_units(j, emitter))
+
+
+def _plans():
+    """``(case, plan, jaxpr, cluster, args)`` per case, the cluster the whole program."""
+    import plax
+    from plax_cupy.codegen_rows_local import plan_rows
+    rng = np.random.default_rng(42)
+    progs = _programs()
+    out = []
+    with plax.config.override("jax_enable_x64", True):
+        for case in CASES:
+            name, shape, dtype = case
+            args = _operands(name, shape, dtype, rng)
+            jaxpr, units = _units(progs[name], args)
+            (cluster,) = _row_local(units)
+            assert len(units) == 1, (name, units)
+            out.append((case, plan_rows(cluster, literal_values=False), jaxpr, cluster, args))
+    return out
+
+
+def _source(plans) -> str:
+    """One translation unit holding every plan's kernel (each named ``plax_rows_k<i>``), the
+    device kernels kept in the host build."""
+    parts = [codegen.PREAMBLE]
+    for i, plan in enumerate(plans):
+        assert plan.source.startswith(codegen.PREAMBLE)
+        parts.append(plan.source[len(codegen.PREAMBLE):].replace("plax_rows(", f"plax_rows_k{i}("))
+    return "\n".join(parts)
+
+
+def _close(got, want, dtype) -> bool:
+    if dtype.kind in "iu":
+        return np.array_equal(got, want)
+    tol = {np.dtype(np.float16): 4e-3, BF16: 2e-2, np.dtype(np.float64): 1e-12}.get(dtype, 1e-5)
+    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+
+
+@cpu_side
+@needs_cxx20
+def test_values_match_numpy_with_a_block_of_threads(tmp_path):
+    import plax
+    plans = _plans()
+    source = _source([plan for _, plan, _, _, _ in plans])
+    source = source.replace('#ifndef PLAX_HOST\nextern "C" __global__ void plax_rows',
+                            '#if 1\nextern "C" __global__ void plax_rows')
+    run = _kernels(tmp_path, source, preamble=False)
+    failures = []
+    for k, (case, plan, jaxpr, cluster, args) in enumerate(plans):
+        name, shape, dtype = case
+        with plax.config.override("jax_enable_x64", True):
+            want = plax.jit(_programs()[name], backend="numpy")(*args)
+        values = {id(v): a for v, a in zip(jaxpr.invars, args)}
+        kernel_args = []
+        for inp in plan.inputs:
+            value = values.get(id(inp.atom))
+            if value is None:   # (a literal, read from memory in this plan)
+                value = np.asarray(inp.atom.val, inp.dtype).reshape(1)
+            value = np.ascontiguousarray(value)
+            kernel_args.append(value.view(np.uint16) if value.dtype == BF16 else value)
+        outs = [np.full(s, 77, np.uint16 if d == BF16 else d)
+                for s, d in zip(plan.out_shapes, plan.out_dtypes)]
+        # (two blocks: the rows in turn; a block of the plan's threads)
+        run[f"plax_rows_k{k}"](min(2, plan.n_rows), plan.threads, *kernel_args, *outs, plan.n_rows)
+        (got,) = [o.view(BF16) if d == BF16 else o for o, d in zip(outs, plan.out_dtypes)]
+        want = np.asarray(want)
+        if got.shape != want.shape or not _close(got, want, want.dtype):
+            failures.append((case, got, want))
+    assert not failures, failures[:2]
+
+
+@cpu_side
+@requires_nvrtc
+def test_rows_kernels_compile_with_nvrtc_without_warnings():
+    from plax_cupy import nvrtc
+    plans = [plan for _, plan, _, _, _ in _plans()]
+    ptx = nvrtc.compile_ptx(_source(plans), "rows_local.cu")   # (a warning is an error)
+    assert ptx.count(".entry plax_rows") == len(plans)
+
+
+# ---------------------------------------------------------------- on the simulated GPU
+
+@pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
+                    reason="already on the simulated GPU, or no C++ compiler (g++) for it")
+def test_on_the_simulated_gpu():
+    run_file_on_simulated_gpu(__file__, skipped=4)   # (this one and the CPU-side tests skip there)
+
+
+@on_simulated_gpu
+def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    progs = _programs()
+    rng = np.random.default_rng(3)
+    x = np.round(rng.standard_normal((6, 40)), 2).astype(np.float32)
+    past = np.round(rng.standard_normal((2, codegen.ROW_LOCAL_MAX_ELEMENTS + 1)), 2).astype(np.float32)
+    for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4)]:
+        f = plax.jit(progs[name])
+        launches, got = _launches(f, _put(operand))
+        want = plax.jit(progs[name], backend="numpy")(operand)
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6, err_msg=name)
+        assert launches == most if most == 1 else launches > 1, (name, operand.shape, launches)
+    # with CUDA graphs on: captured and replayed (each new graph's first replays checked
+    # against a plain run), one launch a call, the same values
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "1")
+    f = plax.jit(lambda x: progs["softmax"](x))   # (a new program, the same kernel)
+    for _ in range(3):
+        launches, got = _launches(f, _put(x))
+    np.testing.assert_allclose(got, np.asarray(plax.jit(progs["softmax"], backend="numpy")(x)),
+                               rtol=1e-5, atol=1e-6)
+    assert launches == 1
