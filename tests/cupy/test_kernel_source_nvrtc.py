@@ -134,18 +134,25 @@ def _run_program_on_host(jaxpr, consts, operands, lib, plans):
     def read(v):
         return np.asarray(v.val, v.aval.dtype) if isinstance(v, Literal) else env[v]
 
+    def run_eqn(eqn):
+        with np.errstate(all="ignore"):
+            out = impls[eqn.primitive](*[read(v) for v in eqn.invars], **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        env.update(zip(eqn.outvars, [np.asarray(o) for o in outs]))
+
     k = 0
     for unit in units_of(jaxpr):  # (clusters in clusters_of's order)
         if isinstance(unit, Cluster):
             plan, suffix = plans[k]
             k += 1
+            if plan is None:   # (a row-local cluster: its values are checked in
+                for eqn in unit.eqns:   # test_codegen_rows_local; here its equations)
+                    run_eqn(eqn)
+                continue
             outs = run_host(plan, getattr(lib, "plax_host" + suffix), [read(v) for v in unit.inputs])
             env.update(zip(unit.outputs, outs))
         else:
-            with np.errstate(all="ignore"):
-                out = impls[unit.primitive](*[read(v) for v in unit.invars], **unit.params)
-            outs = out if unit.primitive.multiple_results else [out]
-            env.update(zip(unit.outvars, [np.asarray(o) for o in outs]))
+            run_eqn(unit)
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -160,19 +167,26 @@ _SETTINGS = settings(max_examples=20, deadline=None, derandomize=True, database=
 def test_random_fused_programs_compile_and_compute_the_reference(prog, seed):
     from plax.testing.conformance.test_fusion import run_plax
     from plax_cupy import nvrtc
+    from plax_cupy.codegen_rows_local import plan_rows
     operands = _program_operands(prog, seed)
     closed = plax.make_jaxpr(lambda *a: run_plax(prog, a))(*operands)
     jaxpr = inline_calls(closed.jaxpr)
     clusters = clusters_of(jaxpr)
-    plans = []
+    plans, rows = [], []
     for c in clusters:
+        if c.row_axes:   # (a block per row: compiled here, its values in test_codegen_rows_local)
+            rows.append(plan_rows(c))
+            plans.append("rows")
+            continue
         try:
             plans.append(codegen.plan_cluster(c))
         except codegen.Unsupported as why:
             # only reductions over different axes in one cluster are declined here
             assert "different axes" in str(why), why
             plans.append(None)
-    usable = [p for p in plans if p is not None]
+    for plan in rows:
+        nvrtc.compile_ptx(plan.source, "rows.cu", options=nvrtc.NVRTC_CHECK_OPTIONS)
+    usable = [p for p in plans if p is not None and p != "rows"]
     if not usable:
         return
     source, suffixes = batch_source([p.source for p in usable])
@@ -180,7 +194,9 @@ def test_random_fused_programs_compile_and_compute_the_reference(prog, seed):
     if None in plans:
         return  # the driver would split the declined cluster; values checked elsewhere
     lib = nvrtc.compile_host(source)
-    got = _run_program_on_host(jaxpr, closed.consts, operands, lib, list(zip(usable, suffixes)))
+    suffixes = iter(suffixes)
+    got = _run_program_on_host(jaxpr, closed.consts, operands, lib,
+                               [(None, None) if p == "rows" else (p, next(suffixes)) for p in plans])
     want = plax.jit(lambda *a: run_plax(prog, a), backend="numpy")(*operands)
     for g, w in zip(got, want):
         w = np.asarray(w)
