@@ -6,17 +6,14 @@ itself where it is installed.
 """
 from __future__ import annotations
 
-import json
-import pathlib
-
 import pytest
 
 import plax
 import plax.numpy as jnp
 from committed_transform_cases import answers
+from jax_records import assert_as_recorded, recorded_answers
 
-_RECORD = json.loads(pathlib.Path(__file__).with_name("committed_transforms_jax.json")
-                     .read_text())
+_RECORD = recorded_answers("committed_transforms_jax.json")
 
 #: where plax still differs from JAX 0.10.2. JAX runs each ``jax.numpy`` function as a
 #: ``jit``, and its transformations run them as ``jit`` calls: a constant that function
@@ -45,14 +42,11 @@ def plax_answers() -> dict:
 
 
 def test_committedness_as_recorded_from_jax(plax_answers):
-    want = _RECORD["answers"]
-    assert set(plax_answers) == set(want)
-    differ = {k: (plax_answers[k], want[k]) for k in want if plax_answers[k] != want[k]}
-    assert set(differ) == _KNOWN_DIFFERENT, differ
+    assert_as_recorded(plax_answers, _RECORD, _KNOWN_DIFFERENT)
     # both answers occur (the cases check a rule, not one constant answer)
-    assert {True, False} <= {b for v in want.values() if isinstance(v, list) for b in v}
+    assert {True, False} <= {b for v in _RECORD.values() if isinstance(v, list) for b in v}
 
 
 def test_the_record_is_jax_s_answer():
     jax = pytest.importorskip("jax")
-    assert answers(jax, jax.numpy) == _RECORD["answers"]
+    assert answers(jax, jax.numpy) == _RECORD

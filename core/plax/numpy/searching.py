@@ -7,6 +7,7 @@ import numpy as np
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
+from plax.sharding_eager import placed_host_results
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
@@ -230,7 +231,6 @@ def _placed(outs: tuple, operand, name: str) -> tuple:
     results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`)."""
     if not _mesh_maybe_set[0]:
         return outs
-    from plax.sharding_eager import placed_host_results
     return tuple(placed_host_results(outs, [operand], name))
 
 
