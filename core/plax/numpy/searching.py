@@ -8,6 +8,7 @@ from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_eager import placed_host_results
+from plax.sharding_types import explicit_type
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
@@ -87,7 +88,7 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
     if size is None:
         host = _concrete(a, "nonzero")
         return _placed(tuple(asarray_weak(i.astype(dtypes.default_int_dtype()))
-                             for i in np.nonzero(host)), a, "nonzero")
+                             for i in np.nonzero(host)), a, "nonzero", _cumulative_mask)
     from plax.numpy.ufuncs import _as_bool
     from plax.numpy.shape_ops import ravel
     mask = ravel(_as_bool(a))
@@ -222,16 +223,36 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape
     if size is not None:
         res = _pad_unique(res, int(size), fill_value, return_index, return_inverse, axis)
-    out = _placed(tuple(asarray_weak(r) for r in res), a, "unique")
+    out = _placed(tuple(asarray_weak(r) for r in res), a, "unique",
+                  _sorted_flat if axis is None else None)
     return out if len(out) > 1 else out[0]
 
 
-def _placed(outs: tuple, operand, name: str) -> tuple:
+def _placed(outs: tuple, operand, name: str, typing_steps=None) -> tuple:
     """``outs``, computed on the host from ``operand``, placed under a set mesh as JAX's
-    results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`)."""
+    results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`).
+    ``typing_steps``: the first steps of JAX's own computation of them, a function of
+    ``operand``; when its type has an explicit sharding they are typed abstractly, so their
+    sharding rules refuse it as JAX's do (``unique`` of a value split ``P('x')`` is
+    ``sort``'s ShardingTypeError)."""
     if not _mesh_maybe_set[0]:
         return outs
+    if typing_steps is not None and explicit_type(operand) is not None:
+        from plax.transforms.jit import eval_shape
+        eval_shape(typing_steps, operand)
     return tuple(placed_host_results(outs, [operand], name))
+
+
+def _sorted_flat(a):
+    """What JAX's ``unique`` of no axis computes first: the flattened values sorted."""
+    from plax.numpy.shape_ops import ravel
+    return sort(ravel(a))
+
+
+def _cumulative_mask(a):
+    """What JAX's ``nonzero`` computes first: a cumulative sum of the flattened mask."""
+    from plax.numpy.reductions import cumsum
+    return cumsum(lax.ne(a, lax.full_like(a, 0)))
 
 
 def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
