@@ -25,7 +25,14 @@ _RECORD = recorded_answers("device_typed_jax.json")
 #: shortcut, which keeps a value committed to one device there; JAX's scatter types it on the
 #: mesh. A scatter would match but costs every traced static update under an Explicit mesh 4x:
 #: sharding_eager.update_typed_as_scatter)
-_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)", "jit: c.at[0].set(c row)"}
+#: (the last two: JAX's ``jnp.concatenate`` converts a host operand with ``asarray``, which
+#: places it on the mesh typed ``P(None, None)``, and ``concatenate``'s rule wants every
+#: operand typed alike. plax types the values it places on the mesh unsharded, as
+#: constants, since it runs a ``jax.numpy`` function as several eager operations whose
+#: intermediate values JAX's one ``jit`` types so -- ``sharding_eager._plain_aval``; typing
+#: them would refuse ``jnp.where(x > 0, x, 0.0)`` of a split ``x``)
+_KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)", "jit: c.at[0].set(c row)",
+                    "stack([P('x'), host])", "concatenate([P('x'), host])"}
 
 
 @pytest.fixture(scope="module")

@@ -207,12 +207,13 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     """
     check_arraylike("unique", ar)
     a = asarray_weak(ar)
-    if size is not None and axis is None and isinstance(a, Tracer) and a.to_concrete_value() is None:
-        if return_index or return_inverse or return_counts:
-            raise NotImplementedError("jnp.unique with traced input and return_index, "
-                                      "return_inverse or return_counts is not supported; call "
-                                      "it outside jit.")
-        return _unique_traced(a, int(size), fill_value)
+    if size is not None and axis is None and isinstance(a, Tracer):
+        # (a concrete tracer too, as JAX computes it: jvp differentiates the values)
+        if not (return_index or return_inverse):
+            return _unique_traced(a, int(size), fill_value, return_counts)
+        if a.to_concrete_value() is None:
+            raise NotImplementedError("jnp.unique with traced input and return_index or "
+                                      "return_inverse is not supported; call it outside jit.")
     host = _concrete(a, "unique")
     res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis)
@@ -282,9 +283,10 @@ def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
     return out
 
 
-def _unique_traced(a, size: int, fill_value):
+def _unique_traced(a, size: int, fill_value, return_counts: bool = False):
     """Sorted unique values with a static ``size``, for traced input: sort, keep the first of
-    each run of equal values, compact them to the front."""
+    each run of equal values, compact them to the front. ``return_counts``: also each value's
+    count (0 for the padding), as ``(values, counts)``."""
     from plax.numpy.shape_ops import ravel
     from plax.numpy.ufuncs import isnan, logical_and, not_equal
     flat = lax.sort(ravel(a), 0)
@@ -292,18 +294,29 @@ def _unique_traced(a, size: int, fill_value):
     if n == 0:
         if fill_value is None:
             raise ValueError("jnp.unique of an empty array with size > 0 needs a fill_value")
-        return lax.full((size,), fill_value, get_aval(flat).dtype)
+        values = lax.full((size,), fill_value, get_aval(flat).dtype)
+        return (values, lax.full((size,), 0, dtypes.default_int_dtype())) if return_counts \
+            else values
     differs = not_equal(lax.slice(flat, (1,), (n,)), lax.slice(flat, (0,), (n - 1,)))
     if dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together and count once
         differs = lax.bitwise_and(differs, lax.bitwise_not(
             logical_and(isnan(lax.slice(flat, (1,), (n,))), isnan(lax.slice(flat, (0,), (n - 1,))))))
     first = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
-    (pos,) = nonzero(first, size=size, fill_value=0)
+    # where each run starts (one more for the counts: where the last kept run ends; n past
+    # the last run)
+    (starts,) = nonzero(first, size=size + return_counts, fill_value=n)
+    pos = lax.slice(starts, (0,), (size,))
     count = lax.reduce_sum(lax.convert_element_type(first, np.int32), (0,))
     from plax.numpy.shape_ops import take
     values = take(flat, pos, mode="clip")
     fill = lax.slice(flat, (0,), (1,)) if fill_value is None else \
         lax.full((1,), fill_value, get_aval(flat).dtype)
     keep = lax.lt(lax.iota(np.int32, size), count)
-    return lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
+    values = lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
+    if not return_counts:
+        return values
+    ends = lax.convert_element_type(lax.slice(starts, (1,), (size + 1,)), np.int32)
+    counts = lax.select(keep, lax.sub(ends, lax.convert_element_type(pos, np.int32)),
+                        lax.full((size,), 0, np.int32))
+    return values, lax.convert_element_type(counts, dtypes.default_int_dtype())
 

@@ -348,7 +348,15 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
-    where, committed = _placement(args)
+    placing = args
+    if not keep_unused and any(type(a) is Array and a._committed for a in args):
+        # as JAX, the arguments the body never reads (after dead-code elimination) place
+        # nothing: jit_unread (the JVP of argsort's jit takes a tangent it does not read)
+        from plax.transforms.jit_unread import unread_inputs
+        unread = unread_inputs(jaxpr)
+        if unread:
+            placing = [a for i, a in enumerate(args) if i not in unread]
+    where, committed = _placement(placing)
     pinned = pinned_device(jaxpr)
     if device is not None:  # jit(f, device=d): committed arguments move there, as in jit
         check_pinned(pinned, device, True, f"jit {name!r} pinned")
