@@ -111,6 +111,15 @@ def cases(lib, jnp, uncommitted) -> dict:
         "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
             lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
             _split(lib, jnp), jnp.zeros((1, 2))),
+        # the eager primal computation of a jvp is checked as eager operations are
+        "jvp: dynamic_update_slice(c, on mesh made outside)": lambda c, r, s: (
+            lambda z: lib.jvp(lambda a: lib.lax.dynamic_update_slice(a, z, (0, 0)), (c,),
+                              (c,)))(jnp.zeros((1, 2))),
+        "jvp: dynamic_update_slice(c, on mesh)": lambda c, r, s: lib.jvp(
+            lambda a: lib.lax.dynamic_update_slice(a, jnp.zeros((1, 2)), (0, 0)), (c,), (c,)),
+        "jvp: dynamic_update_slice(c, host)": lambda c, r, s: lib.jvp(
+            lambda a: lib.lax.dynamic_update_slice(a, np.zeros((1, 2), np.float32), (0, 0)),
+            (c,), (c,)),
         # a value split P('x'): made like it, copied, and refused beside a host value or
         # where JAX's own computation (sort, cumsum) wants it unsplit
         "zeros_like(P('x') vector)": lambda c, r, s: jnp.zeros_like(_split(lib, jnp)[:, 0]),

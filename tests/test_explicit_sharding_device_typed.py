@@ -31,8 +31,14 @@ _RECORD = recorded_answers("device_typed_jax.json")
 #: constants, since it runs a ``jax.numpy`` function as several eager operations whose
 #: intermediate values JAX's one ``jit`` types so -- ``sharding_eager._plain_aval``; typing
 #: them would refuse ``jnp.where(x > 0, x, 0.0)`` of a split ``x``)
+#: (the ``jvp:`` two: values made inside an eager ``jvp`` -- ``jnp.zeros``, and the zero
+#: tangent JAX makes for a host update -- are placed on the mesh in JAX, which runs them
+#: eagerly; plax makes them while its JVP trace is active, as a traced function's
+#: constants, off the mesh. An update placed before the ``jvp`` is refused as JAX refuses
+#: it: the check reads the tracers' primal values)
 _KNOWN_DIFFERENT = {"jit: dynamic_update_slice(c, on mesh)", "jit: c.at[0].set(c row)",
-                    "stack([P('x'), host])", "concatenate([P('x'), host])"}
+                    "stack([P('x'), host])", "concatenate([P('x'), host])",
+                    "jvp: dynamic_update_slice(c, on mesh)", "jvp: dynamic_update_slice(c, host)"}
 
 
 @pytest.fixture(scope="module")
