@@ -548,9 +548,8 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     operand where a mesh of no Explicit axis keeps them (:func:`check_committed_devices`;
     not those of :data:`_JOINS_MESH_VALUES`), else placed on the mesh ``P(None, ...)``
     (``P()`` over Auto axes; the rules that give them, ``sort``'s compaction by a gather,
-    type them there). As they are when no mesh
-    places results or a function is traced. Call it only when
-    :data:`plax.sharding.mesh_maybe_set` is true.
+    type them there). As they are when no mesh places results or a function is traced.
+    Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):

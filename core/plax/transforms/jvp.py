@@ -176,8 +176,8 @@ def _committed_by_tangent(primal_out: Any, tangents: list, tangent_out: Any) -> 
     result is committed; JAX's ``lax.sin``, not a ``jit``, leaves it uncommitted, a
     difference plax keeps, both binding one primitive here). A result whose tangent is zero
     (the indices of ``argsort``'s sort) is left as it is: its ``jit``'s JVP does not take
-    the tangent JAX's dead-code elimination drops. Every result of a primitive of several
-    (``eigvals``, ``unique``'s sort) is so, not only a primitive of one result's."""
+    the tangent JAX's dead-code elimination drops. Each result of a primitive of several
+    results (``eigvals``, ``unique``'s sort) is committed so, as one of a primitive of one."""
     if type(primal_out) is not Array or primal_out._committed or type(tangent_out) is Zero:
         return primal_out
     for t in tangents:
