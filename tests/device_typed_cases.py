@@ -130,6 +130,13 @@ def cases(lib, jnp, uncommitted) -> dict:
         "nonzero(P('x'))": lambda c, r, s: jnp.nonzero(_split(lib, jnp)),
         "stack([P('x'), host])": lambda c, r, s: jnp.stack([_split(lib, jnp), host]),
         "concatenate([P('x'), host])": lambda c, r, s: jnp.concatenate([_split(lib, jnp), host]),
+        # read by static ints and slices: on an axis of size 1 (every device holds the
+        # value whole) JAX slices eagerly, as under a jit, where a split one is a gather
+        "P('x')[:1]": lambda c, r, s: _split(lib, jnp)[:1],
+        "P('x')[1]": lambda c, r, s: _split(lib, jnp)[1],
+        "P('x')[::-1, 0]": lambda c, r, s: _split(lib, jnp)[::-1, 0],
+        "P(None, 'x')[:, 0]": lambda c, r, s: lib.device_put(jnp.ones((2, 2)),
+                                                            lib.P(None, "x"))[:, 0],
         **{k: v for name, f in _operations(lib, jnp).items()
            for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
         **{k: v for name, f in _gathers_and_scatters(lib, jnp).items()
