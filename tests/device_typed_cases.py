@@ -331,6 +331,9 @@ def auto_cases(lib, jnp) -> dict:
         "zeros_like(P('x'))": lambda c, r, s: jnp.zeros_like(_split(lib, jnp)),
         "array(P('x'))": lambda c, r, s: jnp.array(_split(lib, jnp)),
         "stack([P('x'), host])": lambda c, r, s: jnp.stack([_split(lib, jnp), host]),
+        "sin(P('x'))": lambda c, r, s: jnp.sin(_split(lib, jnp)),
+        "sum(P('x'))": lambda c, r, s: jnp.sum(_split(lib, jnp), axis=1),
+        "unique(P('x'))": lambda c, r, s: jnp.unique(_split(lib, jnp)[:, 0]),
     }
 
 
