@@ -315,8 +315,8 @@ def _unique_traced(a, size: int, fill_value, return_counts: bool = False):
     values = lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
     if not return_counts:
         return values
-    ends = lax.convert_element_type(lax.slice(starts, (1,), (size + 1,)), np.int32)
-    counts = lax.select(keep, lax.sub(ends, lax.convert_element_type(pos, np.int32)),
-                        lax.full((size,), 0, np.int32))
-    return values, lax.convert_element_type(counts, dtypes.default_int_dtype())
+    # (nonzero's positions are of the default int dtype, the counts' own)
+    ends = lax.slice(starts, (1,), (size + 1,))
+    counts = lax.select(keep, lax.sub(ends, pos), lax.full((size,), 0, get_aval(pos).dtype))
+    return values, counts
 
