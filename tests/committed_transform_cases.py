@@ -62,7 +62,7 @@ def cases(lib, jnp) -> dict:
         "jvp(x * x, u, c)": lambda c, u: lib.jvp(lambda x: x * x, (u,), (c,)),
         "jvp(lax.sin, u, c)": lambda c, u: lib.jvp(lib.lax.sin, (u,), (c,)),
         # functions of several results: jax.numpy's (jits) commit every primal result by a
-        # committed tangent, lax's primitives do not
+        # committed tangent that the JVP reads (not argsort's), lax's primitives do not
         "jvp(jnp.linalg.qr, u, c)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(u),), (_m(c),)),
         "jvp(jnp.linalg.qr, c, u)": lambda c, u: lib.jvp(jnp.linalg.qr, (_m(c),), (_m(u),)),
         "jvp(jnp.linalg.svd, u, c)": lambda c, u: lib.jvp(jnp.linalg.svd, (_m(u),), (_m(c),)),
@@ -72,6 +72,26 @@ def cases(lib, jnp) -> dict:
         "jvp(lax.sort of 2, u, c)": lambda c, u: lib.jvp(
             lambda x: lib.lax.sort((x, x), num_keys=1), (u,), (c,)),
         "jvp(jnp.sort, u, c)": lambda c, u: lib.jvp(jnp.sort, (u,), (c,)),
+        # more jax.numpy functions of several results (each a jit in JAX), and lax's
+        "jvp(jnp.linalg.eigh, u, c)": lambda c, u: lib.jvp(jnp.linalg.eigh, (_m(u),), (_m(c),)),
+        "jvp(jnp.linalg.eigh, c, u)": lambda c, u: lib.jvp(jnp.linalg.eigh, (_m(c),), (_m(u),)),
+        "jvp(lax.linalg.eigh, u, c)": lambda c, u: lib.jvp(lib.lax.linalg.eigh, (_m(u),),
+                                                           (_m(c),)),
+        "jvp(jnp.linalg.slogdet, u, c)": lambda c, u: lib.jvp(jnp.linalg.slogdet, (_m(u),),
+                                                              (_m(c),)),
+        "jvp(jnp.linalg.eigvals, u, c)": lambda c, u: lib.jvp(jnp.linalg.eigvals, (_m(u),),
+                                                              (_m(c),)),
+        "jvp(floor_divide by 2, u, c)": lambda c, u: lib.jvp(
+            lambda x: jnp.floor_divide(x, 2.0), (u,), (c,)),
+        "jvp(divmod by 2, u, c)": lambda c, u: lib.jvp(lambda x: jnp.divmod(x, 2.0), (u,), (c,)),
+        "jvp(jnp.frexp, u, c)": lambda c, u: lib.jvp(jnp.frexp, (u,), (c,)),
+        "jvp(jnp.modf, u, c)": lambda c, u: lib.jvp(jnp.modf, (u,), (c,)),
+        "jvp(unique with counts, u, c)": lambda c, u: lib.jvp(
+            lambda x: jnp.unique(x, return_counts=True, size=3), (u,), (c,)),
+        "jvp(jnp.linalg.lstsq, u, c)": lambda c, u: lib.jvp(
+            lambda a: jnp.linalg.lstsq(a, a[0])[:2], (_m(u),), (_m(c),)),
+        "jvp(jnp.argsort, u, c)": lambda c, u: lib.jvp(jnp.argsort, (u,), (c,)),
+        "jvp(jnp.linalg.svd, c, u)": lambda c, u: lib.jvp(jnp.linalg.svd, (_m(c),), (_m(u),)),
     }
 
 
@@ -82,6 +102,12 @@ def _m(v):
     return v[:, None] * np.array([[3, 1, 0], [1, 2, 1], [0, 1, 4]], np.float32)
 
 
+def _committed(v):
+    """Whether ``v`` is committed; ``"float0"`` for a tangent of an integer value (a NumPy
+    array of dtype float0 in both, on no device)."""
+    return bool(v.committed) if hasattr(v, "committed") else str(v.dtype)
+
+
 def answers(lib, jnp) -> dict:
     """name -> whether ``lib`` commits each result (or the exception it raises)."""
     c = lib.device_put(jnp.ones(3), lib.devices()[0])
@@ -89,7 +115,7 @@ def answers(lib, jnp) -> dict:
     out = {}
     for name, f in cases(lib, jnp).items():
         try:
-            out[name] = [bool(v.committed) for v in lib.tree_util.tree_leaves(f(c, u))]
+            out[name] = [_committed(v) for v in lib.tree_util.tree_leaves(f(c, u))]
         except Exception as e:  # noqa: BLE001 - recorded as it is
             out[name] = f"{type(e).__name__}: {e}"
     return out

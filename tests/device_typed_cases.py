@@ -111,6 +111,32 @@ def cases(lib, jnp, uncommitted) -> dict:
         "jit(P('x'), P()): dynamic_update_slice": lambda c, r, s: lib.jit(
             lambda a, u: lib.lax.dynamic_update_slice(a, u, (0, 0)))(
             _split(lib, jnp), jnp.zeros((1, 2))),
+        # the eager primal computation of a jvp is checked as eager operations are
+        "jvp: dynamic_update_slice(c, on mesh made outside)": lambda c, r, s: (
+            lambda z: lib.jvp(lambda a: lib.lax.dynamic_update_slice(a, z, (0, 0)), (c,),
+                              (c,)))(jnp.zeros((1, 2))),
+        "jvp: dynamic_update_slice(c, on mesh)": lambda c, r, s: lib.jvp(
+            lambda a: lib.lax.dynamic_update_slice(a, jnp.zeros((1, 2)), (0, 0)), (c,), (c,)),
+        "jvp: dynamic_update_slice(c, host)": lambda c, r, s: lib.jvp(
+            lambda a: lib.lax.dynamic_update_slice(a, np.zeros((1, 2), np.float32), (0, 0)),
+            (c,), (c,)),
+        # a value split P('x'): made like it, copied, and refused beside a host value or
+        # where JAX's own computation (sort, cumsum) wants it unsplit
+        "zeros_like(P('x') vector)": lambda c, r, s: jnp.zeros_like(_split(lib, jnp)[:, 0]),
+        "full_like(P('x'), 2.0)": lambda c, r, s: jnp.full_like(_split(lib, jnp), 2.0),
+        "array(P('x'))": lambda c, r, s: jnp.array(_split(lib, jnp)),
+        "asarray(P('x'))": lambda c, r, s: jnp.asarray(_split(lib, jnp)),
+        "unique(P('x'))": lambda c, r, s: jnp.unique(_split(lib, jnp)),
+        "nonzero(P('x'))": lambda c, r, s: jnp.nonzero(_split(lib, jnp)),
+        "stack([P('x'), host])": lambda c, r, s: jnp.stack([_split(lib, jnp), host]),
+        "concatenate([P('x'), host])": lambda c, r, s: jnp.concatenate([_split(lib, jnp), host]),
+        # read by static ints and slices: on an axis of size 1 (every device holds the
+        # value whole) JAX slices eagerly, as under a jit, where a split one is a gather
+        "P('x')[:1]": lambda c, r, s: _split(lib, jnp)[:1],
+        "P('x')[1]": lambda c, r, s: _split(lib, jnp)[1],
+        "P('x')[::-1, 0]": lambda c, r, s: _split(lib, jnp)[::-1, 0],
+        "P(None, 'x')[:, 0]": lambda c, r, s: lib.device_put(jnp.ones((2, 2)),
+                                                            lib.P(None, "x"))[:, 0],
         **{k: v for name, f in _operations(lib, jnp).items()
            for k, v in ((name, f), ("jit: " + name, _jitted(lib, f)))},
         **{k: v for name, f in _gathers_and_scatters(lib, jnp).items()
@@ -252,6 +278,9 @@ def _gathers_and_scatters(lib, jnp) -> dict:
         "c.at[c scalar idx].get()": lambda c, r, s: c.at[_committed_index(c)[0]].get(),
         "c.at[0].get(fill)": lambda c, r, s: c.at[0].get(mode="fill", fill_value=0.0),
         "c.at[0].set(c row)": lambda c, r, s: c.at[0].set(c[1]),
+        "c.at[0:0].set(2.0)": lambda c, r, s: c.at[0:0].set(2.0),
+        "c.at[0:0].set(c[:0])": lambda c, r, s: c.at[0:0].set(c[:0]),
+        "c.at[:, 1:1].add(c)": lambda c, r, s: c.at[:, 1:1].add(c[:, :0]),
         "c.at[c scalar idx].set(2.0)": lambda c, r, s: c.at[_committed_index(c)[0]].set(2.0),
         "searchsorted(c, 2.0)": lambda c, r, s: jnp.searchsorted(sorted_c(c), 2.0),
         "searchsorted(c, host)": lambda c, r, s: jnp.searchsorted(
@@ -287,21 +316,46 @@ def _described(v) -> str:
     return f"{type(s).__name__}{'' if spec is None else ' ' + str(spec)} committed={v.committed}"
 
 
+def auto_cases(lib, jnp) -> dict:
+    """name -> a function of (c, ref, scalar c) computing one result (or a tuple), under a
+    set mesh of one Auto axis (results of ``c`` stay on its device, mostly)."""
+    host = np.arange(4, dtype=np.float32).reshape(2, 2)
+    return {
+        "sin(c)": lambda c, r, s: jnp.sin(c),
+        "c + 1": lambda c, r, s: c + 1,
+        "unique(c)": lambda c, r, s: jnp.unique(c),
+        "nonzero(c)": lambda c, r, s: jnp.nonzero(c.reshape(4)),
+        "nonzero(c matrix)": lambda c, r, s: jnp.nonzero(c),
+        "nonzero(host)": lambda c, r, s: jnp.nonzero(host),
+        "c.at[0:0].set(2.0)": lambda c, r, s: c.at[0:0].set(2.0),
+        "zeros_like(P('x'))": lambda c, r, s: jnp.zeros_like(_split(lib, jnp)),
+        "array(P('x'))": lambda c, r, s: jnp.array(_split(lib, jnp)),
+        "stack([P('x'), host])": lambda c, r, s: jnp.stack([_split(lib, jnp), host]),
+        "sin(P('x'))": lambda c, r, s: jnp.sin(_split(lib, jnp)),
+        "sum(P('x'))": lambda c, r, s: jnp.sum(_split(lib, jnp), axis=1),
+        "unique(P('x'))": lambda c, r, s: jnp.unique(_split(lib, jnp)[:, 0]),
+    }
+
+
 def answers(lib, jnp) -> dict:
-    """name -> where ``lib`` puts each result (or the exception it raises)."""
-    explicit = lib.make_mesh((1,), ("x",), axis_types=(lib.sharding.AxisType.Explicit,))
+    """name -> where ``lib`` puts each result (or the exception it raises): the
+    :func:`cases` under a mesh of one Explicit axis, then the :func:`auto_cases` (named
+    ``"auto: ..."``) under one of an Auto axis."""
+    AxisType = lib.sharding.AxisType
     device = lib.devices()[0]
     c = lib.device_put(jnp.ones((2, 2)), device)
     s = lib.device_put(jnp.float32(2.0), device)
     r = lib.new_ref(jnp.ones((2, 2)))
     uncommitted = jnp.ones(2)
     out = {}
-    with lib.set_mesh(explicit):
-        for name, f in cases(lib, jnp, uncommitted).items():
-            try:
-                got = f(c, r, s)
-                out[name] = [_described(v) for v in lib.tree_util.tree_leaves(got)] \
-                    if isinstance(got, (tuple, list)) else _described(got)
-            except Exception as e:  # noqa: BLE001 - recorded as it is
-                out[name] = f"{type(e).__name__}: {e}"
+    for prefix, axis_type, of in (("", AxisType.Explicit, lambda: cases(lib, jnp, uncommitted)),
+                                  ("auto: ", AxisType.Auto, lambda: auto_cases(lib, jnp))):
+        with lib.set_mesh(lib.make_mesh((1,), ("x",), axis_types=(axis_type,))):
+            for name, f in of().items():
+                try:
+                    got = f(c, r, s)
+                    out[prefix + name] = [_described(v) for v in lib.tree_util.tree_leaves(got)] \
+                        if isinstance(got, (tuple, list)) else _described(got)
+                except Exception as e:  # noqa: BLE001 - recorded as it is
+                    out[prefix + name] = f"{type(e).__name__}: {e}"
     return out

@@ -165,7 +165,8 @@ def check_update_typed_as_operand(operand: Any, update: Any) -> None:
     committed to one device with no mesh, a value placed on the mesh with the mesh and its
     spec (``P()`` as ``P(None, ...)``), so an operand committed to one device and an update
     on the mesh differ, as do an operand split ``P('x')`` and an update placed ``P()`` or a
-    host one. Traced operands pass (the ``jit``'s rule checks them).
+    host one. An eager ``jvp``'s operands are checked by their primal values (JAX runs the
+    primal computation eagerly); traced ones pass (the ``jit``'s rule checks them).
 
     Example:
       >>> mesh = plax.make_mesh((1,), ("x",))
@@ -177,13 +178,24 @@ def check_update_typed_as_operand(operand: Any, update: Any) -> None:
       plax.sharding_types.ShardingTypeError: dynamic_update_slice operand sharding must be equal to update sharding, got operand sharding float32[2,2]({}) and update sharding float32[1,2]({Explicit: ('x',)}).
     """
     mesh = current_mesh()
-    if mesh is None or AxisType.Explicit not in mesh.axis_types or \
-            isinstance(operand, Tracer) or isinstance(update, Tracer):
+    if mesh is None or AxisType.Explicit not in mesh.axis_types:
+        return
+    operand, update = _eager_primal(operand), _eager_primal(update)
+    if isinstance(operand, Tracer) or isinstance(update, Tracer):
         return
     kinds = (_eager_type(operand), _eager_type(update))
     if kinds[0][1:] != kinds[1][1:]:
         raise update_sharding_error(*(_eager_type_text(v, k) for v, k in zip((operand, update),
                                                                           kinds)))
+
+
+def _eager_primal(v: Any) -> Any:
+    """``v``'s primal value when ``v`` is an eager ``jvp``'s tracer (its primal concrete, at
+    any depth of nested ``jvp``); else ``v``."""
+    from plax.transforms.jvp import JVPTracer
+    while type(v) is JVPTracer:
+        v = v.primal
+    return v
 
 
 def _eager_type(v: Any) -> tuple:

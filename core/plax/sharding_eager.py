@@ -545,11 +545,11 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     host from its concrete ``operands`` (``jnp.unique``, ``jnp.nonzero`` without a traced
     size) where JAX computes them with its primitives, placed as JAX's eager results are
     under the current mesh: JAX's device check, then kept on the device of a committed
-    operand where a mesh of no Explicit axis keeps them (:func:`check_committed_devices`),
-    else placed on the mesh ``P(None, ...)`` (``P()`` over Auto axes; the rules that give
-    them, ``sort``'s compaction by a gather, type them there). As they are when no mesh
-    places results or a function is traced. Call it only when
-    :data:`plax.sharding.mesh_maybe_set` is true.
+    operand where a mesh of no Explicit axis keeps them (:func:`check_committed_devices`;
+    not those of :data:`_JOINS_MESH_VALUES`), else placed on the mesh ``P(None, ...)``
+    (``P()`` over Auto axes; the rules that give them, ``sort``'s compaction by a gather,
+    type them there). As they are when no mesh places results or a function is traced.
+    Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -559,11 +559,19 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth:
         return list(outs)
-    if check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}"):
+    kept = check_committed_devices(operands, mesh, lambda i: f"argument args[{i}] of {name}")
+    if kept and name not in _JOINS_MESH_VALUES:
         device = next(d for d in map(one_device_of, operands) if d is not None)
         import plax  # (moved there: the host's results lie on the default device)
         return [plax.device_put(o, device) for o in outs]
     return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
+
+
+#: ``jax.numpy`` functions computed on the host (:func:`placed_host_results`) whose JAX
+#: computation joins its operand with an array it makes eagerly, placed on the set mesh
+#: (``nonzero``: ``bincount``'s ``zeros``), so that even a mesh of no Explicit axis places
+#: their results there rather than keeping them on a committed operand's device
+_JOINS_MESH_VALUES = frozenset({"nonzero"})
 
 
 def update_typed_as_scatter(x: Any, y: Any) -> bool:
@@ -624,10 +632,25 @@ def placed_copy(x: Any) -> Any:
     mesh = current_mesh()
     if not _places(mesh) or trace_state.depth or (type(x) is Array and x._committed):
         return x
+    if _names_axes(x):  # (P('x'): split, or over axes of size 1; JAX's copy keeps its spec)
+        s = x._sharding
+        if _rank_spec(mesh) and s.mesh == mesh and len(s.spec.partitions) < x.ndim:
+            # its type's spec: one entry per dimension (P('x') of a matrix: P('x', None))
+            parts = s.spec.partitions + (None,) * (x.ndim - len(s.spec.partitions))
+            return _respecified(x, NamedSharding(mesh, PartitionSpec(*parts)))
+        return x
     value = _off_mesh_value(x, mesh)
     if value is None:
         return x
     return place_replicated(value, mesh, _rank_spec(mesh) and type(x) is not Array)
+
+
+def _names_axes(x: Any) -> bool:
+    """Whether ``x`` lies on a mesh with a spec naming an axis (split, or laid over an axis
+    of size 1): JAX keeps such a spec where it keeps a value's sharding."""
+    s = getattr(x, "_sharding", None)
+    return type(x) is _ShardedArray and isinstance(s, NamedSharding) and \
+        any(e is not None for e in s.spec.partitions)
 
 
 def placed_like(x: Any, sharding: Any) -> Any:
@@ -643,7 +666,8 @@ def placed_like(x: Any, sharding: Any) -> Any:
     mesh = current_mesh()
     if not _places(mesh) or not isinstance(sharding, NamedSharding) or \
             sharding.mesh != mesh or not sharding.is_fully_replicated or \
-            sharding.spec.unreduced or sharding.spec.reduced:
+            sharding.spec.unreduced or sharding.spec.reduced or \
+            any(e is not None for e in sharding.spec.partitions):  # (P('x'): placed so)
         return None
     value = _off_mesh_value(x, mesh)
     if value is None:
@@ -954,7 +978,13 @@ def _short_spec(x: Any) -> Any:
             not s.is_fully_replicated or s.spec.unreduced or s.spec.reduced or \
             not s.spec.partitions:
         return x
-    out = _sharded(x.aval, replicated(s.mesh, None), list(x._pieces), x._committed)
+    return _respecified(x, replicated(s.mesh, None))
+
+
+def _respecified(x: Any, sharding: NamedSharding) -> Any:
+    """``x`` (on a mesh) as an Array of the same buffers under ``sharding``, the same layout
+    written by another spec (``P()`` for ``P(None, ...)``, ``P('x', None)`` for ``P('x')``)."""
+    out = _sharded(x.aval, sharding, list(x._pieces), x._committed)
     _BUF.__set__(out, _BUF.__get__(x, _ShardedArray))
     return out
 

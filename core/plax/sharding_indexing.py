@@ -221,7 +221,9 @@ def index_spec(aval, dims: tuple, entries: list, *, traced: bool, update: bool) 
 
     JAX indexes with static ints and slices by ``slice`` under a trace (a split dimension
     may be cut to a size that still divides over its axes) and by ``gather`` eagerly and for
-    ``.at[]`` updates (``update=True``), where a split dimension may only be taken whole.
+    ``.at[]`` updates (``update=True``), where a split dimension may only be taken whole --
+    but for an eager read of an operand whose every device holds it whole (split over axes
+    of size 1 only: ``P('x')`` on a one-device mesh), which it slices as under a trace.
 
     Returns:
       For a read, the result's dimensions; for an update, the operand's (the result of an
@@ -232,7 +234,7 @@ def index_spec(aval, dims: tuple, entries: list, *, traced: bool, update: bool) 
         from plax.numpy.indexing import _scalar_indices_only
         if _scalar_indices_only(entries):
             return _window_spec(aval, dims, entries)
-    gathered = update or not traced or bool(arrays)
+    gathered = update or bool(arrays) or (not traced and not aval.sharding.is_fully_replicated)
     out_slices, adv_at, dim = [], None, 0
     for e in entries:
         kind = e[0]

@@ -95,3 +95,21 @@ def test_unique_nans_are_distinct_and_size_pads():
     np.testing.assert_array_equal(out, [[1, 2, 1], [3, 3, 3]])
     with pytest.raises(ConcretizationTypeError, match="size"):
         plax.jit(jnp.unique_counts)(x)
+
+
+@pytest.mark.parametrize("size", [2, 5])
+def test_unique_with_size_under_jvp_differentiates_the_values(size):
+    """``jnp.unique(x, size=...)`` under ``jvp`` is computed by primitives, as JAX computes
+    it, so the values carry the tangent of the first element of each run (in sorted order),
+    and the counts are truncated or padded with 0 as NumPy's counts are."""
+    x = np.array([3., 1., 3., 5., 5., 5.], np.float32)
+    t = np.array([1., 2., 3., 4., 5., 6.], np.float32)
+    (values, counts), (dvalues, _) = plax.jvp(
+        lambda v: jnp.unique(v, return_counts=True, size=size), (jnp.asarray(x),),
+        (jnp.asarray(t),))
+    want_values, first, want_counts = np.unique(x, return_index=True, return_counts=True)
+    pad = size - len(want_values)
+    fill = lambda a, v: np.concatenate([a, np.full(max(pad, 0), v, a.dtype)])[:size]
+    np.testing.assert_array_equal(values, fill(want_values, want_values[0]))
+    np.testing.assert_array_equal(counts, fill(want_counts, 0))
+    np.testing.assert_array_equal(dvalues, fill(t[first], t[first[0]]))

@@ -530,6 +530,8 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     # (placed as JAX's scatter under a mesh with an Explicit axis: update_typed_as_scatter)
     region = None if _any_unreduced(x, y) else _static_region(aval.shape, idx)
     if region is not None:
+        if 0 in region[1]:
+            return x  # an empty box: x as it is, as JAX's scatter leaves it (its placement too)
         out = _update_region(x, region, y, op)
         if _mesh_maybe_set[0] and update_typed_as_scatter(x, y):
             return placed_as_scatter(out)
@@ -548,6 +550,8 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
         target = getitem(ids, idx, mode=GatherScatterMode.FILL_OR_DROP, fill_value=n,
                          ints_as_arrays=True)
     tshape = get_aval(target).shape
+    if 0 in tshape:
+        return x  # nothing selected: x as it is, as JAX leaves it (``y`` is not broadcast)
     y = _broadcast_update(y, tshape, idx)
     size = math.prod(tshape)
     flat_x = lax.reshape(x, (n,))

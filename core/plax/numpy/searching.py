@@ -7,6 +7,8 @@ import numpy as np
 from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
+from plax.sharding_eager import placed_host_results
+from plax.sharding_types import explicit_type
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import canonicalize_axis
 from plax.numpy.util import asarray_weak, check_arraylike
@@ -86,7 +88,7 @@ def nonzero(a, *, size: int | None = None, fill_value=None):
     if size is None:
         host = _concrete(a, "nonzero")
         return _placed(tuple(asarray_weak(i.astype(dtypes.default_int_dtype()))
-                             for i in np.nonzero(host)), a, "nonzero")
+                             for i in np.nonzero(host)), a, "nonzero", _cumulative_mask)
     from plax.numpy.ufuncs import _as_bool
     from plax.numpy.shape_ops import ravel
     mask = ravel(_as_bool(a))
@@ -205,12 +207,13 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     """
     check_arraylike("unique", ar)
     a = asarray_weak(ar)
-    if size is not None and axis is None and isinstance(a, Tracer) and a.to_concrete_value() is None:
-        if return_index or return_inverse or return_counts:
-            raise NotImplementedError("jnp.unique with traced input and return_index, "
-                                      "return_inverse or return_counts is not supported; call "
-                                      "it outside jit.")
-        return _unique_traced(a, int(size), fill_value)
+    if size is not None and axis is None and isinstance(a, Tracer):
+        # (a concrete tracer too, as JAX computes it: jvp differentiates the values)
+        if not (return_index or return_inverse):
+            return _unique_traced(a, int(size), fill_value, return_counts)
+        if a.to_concrete_value() is None:
+            raise NotImplementedError("jnp.unique with traced input and return_index or "
+                                      "return_inverse is not supported; call it outside jit.")
     host = _concrete(a, "unique")
     res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis)
@@ -221,17 +224,36 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape
     if size is not None:
         res = _pad_unique(res, int(size), fill_value, return_index, return_inverse, axis)
-    out = _placed(tuple(asarray_weak(r) for r in res), a, "unique")
+    out = _placed(tuple(asarray_weak(r) for r in res), a, "unique",
+                  _sorted_flat if axis is None else None)
     return out if len(out) > 1 else out[0]
 
 
-def _placed(outs: tuple, operand, name: str) -> tuple:
+def _placed(outs: tuple, operand, name: str, typing_steps=None) -> tuple:
     """``outs``, computed on the host from ``operand``, placed under a set mesh as JAX's
-    results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`)."""
+    results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`).
+    ``typing_steps``: the first steps of JAX's own computation of them, a function of
+    ``operand``; when its type has an explicit sharding they are typed abstractly, so their
+    sharding rules refuse it as JAX's do (``unique`` of a value split ``P('x')`` is
+    ``sort``'s ShardingTypeError)."""
     if not _mesh_maybe_set[0]:
         return outs
-    from plax.sharding_eager import placed_host_results
+    if typing_steps is not None and explicit_type(operand) is not None:
+        from plax.transforms.jit import eval_shape
+        eval_shape(typing_steps, operand)
     return tuple(placed_host_results(outs, [operand], name))
+
+
+def _sorted_flat(a):
+    """What JAX's ``unique`` of no axis computes first: the flattened values sorted."""
+    from plax.numpy.shape_ops import ravel
+    return sort(ravel(a))
+
+
+def _cumulative_mask(a):
+    """What JAX's ``nonzero`` computes first: a cumulative sum of the flattened mask."""
+    from plax.numpy.reductions import cumsum
+    return cumsum(lax.ne(a, lax.full_like(a, 0)))
 
 
 def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
@@ -261,9 +283,10 @@ def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
     return out
 
 
-def _unique_traced(a, size: int, fill_value):
+def _unique_traced(a, size: int, fill_value, return_counts: bool = False):
     """Sorted unique values with a static ``size``, for traced input: sort, keep the first of
-    each run of equal values, compact them to the front."""
+    each run of equal values, compact them to the front. ``return_counts``: also each value's
+    count (0 for the padding), as ``(values, counts)``."""
     from plax.numpy.shape_ops import ravel
     from plax.numpy.ufuncs import isnan, logical_and, not_equal
     flat = lax.sort(ravel(a), 0)
@@ -271,18 +294,29 @@ def _unique_traced(a, size: int, fill_value):
     if n == 0:
         if fill_value is None:
             raise ValueError("jnp.unique of an empty array with size > 0 needs a fill_value")
-        return lax.full((size,), fill_value, get_aval(flat).dtype)
+        values = lax.full((size,), fill_value, get_aval(flat).dtype)
+        return (values, lax.full((size,), 0, dtypes.default_int_dtype())) if return_counts \
+            else values
     differs = not_equal(lax.slice(flat, (1,), (n,)), lax.slice(flat, (0,), (n - 1,)))
     if dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together and count once
         differs = lax.bitwise_and(differs, lax.bitwise_not(
             logical_and(isnan(lax.slice(flat, (1,), (n,))), isnan(lax.slice(flat, (0,), (n - 1,))))))
     first = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
-    (pos,) = nonzero(first, size=size, fill_value=0)
+    # where each run starts (one more for the counts: where the last kept run ends; n past
+    # the last run)
+    (starts,) = nonzero(first, size=size + return_counts, fill_value=n)
+    pos = lax.slice(starts, (0,), (size,))
     count = lax.reduce_sum(lax.convert_element_type(first, np.int32), (0,))
     from plax.numpy.shape_ops import take
     values = take(flat, pos, mode="clip")
     fill = lax.slice(flat, (0,), (1,)) if fill_value is None else \
         lax.full((1,), fill_value, get_aval(flat).dtype)
     keep = lax.lt(lax.iota(np.int32, size), count)
-    return lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
+    values = lax.select(keep, values, lax.broadcast_in_dim(lax.reshape(fill, ()), (size,), ()))
+    if not return_counts:
+        return values
+    # (nonzero's positions are of the default int dtype, the counts' own)
+    ends = lax.slice(starts, (1,), (size + 1,))
+    counts = lax.select(keep, lax.sub(ends, pos), lax.full((size,), 0, get_aval(pos).dtype))
+    return values, counts
 

@@ -195,14 +195,24 @@ def unlent_outputs(outs, lent) -> list:
 _executables: "weakref.WeakKeyDictionary[ClosedJaxpr, dict]" = weakref.WeakKeyDictionary()
 
 
-def _placement(args) -> tuple[Any, bool]:
+def _placement(args, jaxpr: ClosedJaxpr | None = None) -> tuple[Any, bool]:
     """Where a call on ``args`` runs: the committed arguments' device, else the first
-    array's, else the default device; and whether the results are committed."""
+    array's, else the default device; and whether the results are committed. ``jaxpr``
+    (``keep_unused=False``): the program, whose arguments it never reads (after dead-code
+    elimination) place nothing, as JAX prunes them (:mod:`plax.transforms.jit_unread`;
+    asked only once an argument is committed: the JVP of argsort's jit takes a committed
+    tangent it does not read)."""
     device, committed = None, False
     for a in args:
         if type(a) is not Array:
             continue
         if a._committed:
+            if jaxpr is not None:
+                from plax.transforms.jit_unread import unread_inputs
+                unread = unread_inputs(jaxpr)
+                if unread:
+                    return _placement([b for i, b in enumerate(args) if i not in unread])
+                jaxpr = None
             if committed and a._device != device:
                 raise ValueError(f"Received incompatible devices for jitted computation: "
                                  f"{device!r} and {a._device!r}. Move arguments with "
@@ -348,7 +358,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, device=None, backend=None,
     # A call evaluated eagerly (an outer jaxpr run by eval_jaxpr, the known half of a
     # linearized call, a transposed call in a backward pass): compile the body once per
     # device and run it on raw buffers.
-    where, committed = _placement(args)
+    where, committed = _placement(args, None if keep_unused else jaxpr)
     pinned = pinned_device(jaxpr)
     if device is not None:  # jit(f, device=d): committed arguments move there, as in jit
         check_pinned(pinned, device, True, f"jit {name!r} pinned")

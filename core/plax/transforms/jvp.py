@@ -168,13 +168,18 @@ class JVPTracer(Tracer):
         return staged_inputs(t.jaxpr_var, t.builder.eqns, inputs) or None
 
 
-def _committed_by_tangent(primal_out: Array, tangents: list) -> Array:
-    """``primal_out`` (an uncommitted eager result) committed to the device of the first
-    tangent that is an Array committed to one device there, as JAX 0.10 commits it: JAX
-    runs each ``jax.numpy`` function as a ``jit``, whose device a committed tangent
-    argument decides (``jvp(jnp.sin, (u,), (c,))``'s primal result is committed; JAX's
-    ``lax.sin``, not a ``jit``, leaves it uncommitted, a difference plax keeps, both binding
-    one primitive here)."""
+def _committed_by_tangent(primal_out: Any, tangents: list, tangent_out: Any) -> Any:
+    """``primal_out`` (an eager result of a primitive, ``tangent_out`` its tangent) committed
+    to the device of the first of the ``tangents`` given that is an Array committed to one
+    device there, as JAX 0.10 commits it: JAX runs each ``jax.numpy`` function as a ``jit``,
+    whose device a committed tangent argument decides (``jvp(jnp.sin, (u,), (c,))``'s primal
+    result is committed; JAX's ``lax.sin``, not a ``jit``, leaves it uncommitted, a
+    difference plax keeps, both binding one primitive here). A result whose tangent is zero
+    (the indices of ``argsort``'s sort) is left as it is: its ``jit``'s JVP does not take
+    the tangent JAX's dead-code elimination drops. Each result of a primitive of several
+    results (``eigvals``, ``unique``'s sort) is committed so, as one of a primitive of one."""
+    if type(primal_out) is not Array or primal_out._committed or type(tangent_out) is Zero:
+        return primal_out
     for t in tangents:
         if type(t) is Array and t._committed:
             if t._device is primal_out._device:
@@ -203,10 +208,11 @@ class JVPTrace(Trace):
             return JVPTracer(self, out, Zero.from_primal(out))
         rule = _jvp_rules.get(primitive) or registry.get_rule("jvp", primitive)
         primal_out, tangent_out = rule(primals, tangents, **params)
-        if type(primal_out) is Array and not primal_out._committed:
-            primal_out = _committed_by_tangent(primal_out, tangents)
         if primitive.multiple_results:
+            primal_out = [_committed_by_tangent(p, tangents, t) for p, t in
+                          zip(primal_out, tangent_out)]
             return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        primal_out = _committed_by_tangent(primal_out, tangents, tangent_out)
         return JVPTracer(self, primal_out, tangent_out)
 
     def process_custom_jvp_call(self, primitive, fun, jvp, tracers, **params):
