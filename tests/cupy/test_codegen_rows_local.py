@@ -159,10 +159,25 @@ def _plans():
     return out
 
 
-def _source(plans) -> str:
+#: the host's stand-in for a warp's lane exchange: the block's threads (std::threads) meet at
+#: the block barrier (every thread of a block shuffles together: the kernels' row loop is
+#: uniform over the block)
+_HOST_SHUFFLE = r"""
+template <typename V> static V __shfl_xor_sync(unsigned int, V value, int lane_mask) {
+  static V lanes[1024];
+  lanes[threadIdx.x] = value;
+  __syncthreads();
+  const V got = lanes[threadIdx.x ^ lane_mask];
+  __syncthreads();
+  return got;
+}
+"""
+
+
+def _source(plans, host: bool = False) -> str:
     """One translation unit holding every plan's kernel (each named ``plax_rows_k<i>``), the
-    device kernels kept in the host build."""
-    parts = [codegen.PREAMBLE]
+    device kernels kept in the host build (``host``: with the lane exchange's stand-in)."""
+    parts = [codegen.PREAMBLE] + ([_HOST_SHUFFLE] if host else [])
     for i, plan in enumerate(plans):
         assert plan.source.startswith(codegen.PREAMBLE)
         parts.append(plan.source[len(codegen.PREAMBLE):].replace("plax_rows(", f"plax_rows_k{i}("))
@@ -181,7 +196,7 @@ def _close(got, want, dtype) -> bool:
 def test_values_match_numpy_with_a_block_of_threads(tmp_path):
     import plax
     plans = _plans()
-    source = _source([plan for _, plan, _, _, _ in plans])
+    source = _source([plan for _, plan, _, _, _ in plans], host=True)
     source = source.replace('#ifndef PLAX_HOST\nextern "C" __global__ void plax_rows',
                             '#if 1\nextern "C" __global__ void plax_rows')
     run = _kernels(tmp_path, source, preamble=False)
