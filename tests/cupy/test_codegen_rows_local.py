@@ -69,7 +69,21 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("normalize", (1000,), np.dtype(np.float64)), ("int_rows", (4, 9), np.dtype(np.int32)),
          ("grad_softmax", (4, 7), np.dtype(np.float32)),
          ("grad_layer_norm", (3, 32), np.dtype(np.float32)),
-         ("grad_log_softmax", (3, 7), np.dtype(np.float16))]
+         ("grad_log_softmax", (3, 7), np.dtype(np.float16)),
+         # around the geometry's bounds: rows of 2, 3, 15, 16 (lane groups of 2 to 16 sharing
+         # a warp; 5x8 rows of 16 over two blocks of 16 rows: the grid-stride loop's second
+         # turn half live), 17, 31, 32 (a warp a row), 33 (a block a row), 2048 (the register
+         # bound: 8 elements a thread) and 2049 (re-read)
+         ("softmax", (3, 2), np.dtype(np.float32)), ("softmax", (5, 3), np.dtype(np.float64)),
+         ("log_softmax", (4, 15), BF16), ("softmax", (5, 8, 16), np.dtype(np.float16)),
+         ("layer_norm", (2, 17), np.dtype(np.float32)), ("int_rows", (3, 31), np.dtype(np.int32)),
+         ("log_softmax", (2, 33), np.dtype(np.float32)),
+         ("grad_log_softmax", (5, 16), np.dtype(np.float32)),
+         ("grad_softmax", (2, 2048), np.dtype(np.float32)),
+         ("softmax", (2, 2049), np.dtype(np.float32))]
+
+#: cases whose operand holds NaN, +inf and -inf (a row each)
+NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
 
 
 def _operands(name, shape, dtype, rng):
@@ -77,6 +91,9 @@ def _operands(name, shape, dtype, rng):
         x = rng.integers(-5, 6, size=shape).astype(dtype)
     else:
         x = np.round(rng.standard_normal(shape), 2).astype(dtype)
+    if (name, shape) in NONFINITE:
+        rows = x.reshape(-1, shape[-1])
+        rows[0, 1], rows[1, 0], rows[2, 2] = np.nan, np.inf, -np.inf
     if name == "layer_norm_flat":
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
     if name in ("grad_layer_norm", "grad_log_softmax"):
@@ -141,6 +158,39 @@ def test_the_fusion_rule():
         assert not _row_local(fusion_units(j, emitter))
 
 
+@cpu_side
+def test_short_rows_share_warps_and_rows_stay_in_registers():
+    from plax_cupy.codegen_rows_local import ROW_REGISTER_ELEMENTS, plan_rows
+    progs = _programs()
+
+    def plan(name, shape, dtype=np.float32):
+        (c,) = _row_local(_units(progs[name], [np.ones(shape, dtype)])[1])
+        return plan_rows(c)
+
+    def body(p):   # (the kernel, without the macros that name the shuffle)
+        return p.source[p.source.index('void plax_rows('):]
+
+    # rows of 10: lane groups of 16, 16 rows a block of 256, shuffles and no shared memory
+    p = plan("softmax", (64, 10))
+    assert (p.lanes, p.rows_per_block, p.threads) == (16, 16, 256)
+    assert "PLAX_ROWS_XOR(" in body(p) and "__shared__" not in body(p)
+    assert (plan("softmax", (3, 2)).lanes, plan("layer_norm", (2, 17)).lanes) == (2, 32)
+    # rows of 33: a block a row, the tree in shared memory
+    p = plan("softmax", (2, 33))
+    assert (p.lanes, p.rows_per_block) == (64, 1) and "__shared__" in body(p)
+    # softmax over rows up to the register bound reads x once and keeps exp(x - max) for
+    # the division; one past it re-reads x in each of its three phases
+    bound = 256 * ROW_REGISTER_ELEMENTS
+    for row, held, loads in [(40, 2, 1), (bound, 2, 1), (bound + 1, 0, 3)]:
+        p = plan("softmax", (2, row))
+        x = p.inputs[-1].name
+        assert (p.held, body(p).count(f"{x}[i]")) == (held, loads), (row, p.held)
+        assert body(p).count("expf(") == (1 if held else 2)
+    # float64 rows at the bound: x and exp(x - max) are 4 words an element, the budget
+    p = plan("softmax", (2, bound), np.float64)
+    assert p.held == 2 and p.per_thread == ROW_REGISTER_ELEMENTS
+
+
 def _plans():
     """``(case, plan, jaxpr, cluster, args)`` per case, the cluster the whole program."""
     import plax
@@ -188,7 +238,8 @@ def _close(got, want, dtype) -> bool:
     if dtype.kind in "iu":
         return np.array_equal(got, want)
     tol = {np.dtype(np.float16): 4e-3, BF16: 2e-2, np.dtype(np.float64): 1e-12}.get(dtype, 1e-5)
-    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
+                       equal_nan=True)
 
 
 @cpu_side
@@ -238,7 +289,7 @@ def test_rows_kernels_compile_with_nvrtc_without_warnings():
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=4)   # (this one and the CPU-side tests skip there)
+    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one and the CPU-side tests skip there)
 
 
 @on_simulated_gpu
@@ -249,7 +300,9 @@ def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
     rng = np.random.default_rng(3)
     x = np.round(rng.standard_normal((6, 40)), 2).astype(np.float32)
     past = np.round(rng.standard_normal((2, codegen.ROW_LOCAL_MAX_ELEMENTS + 1)), 2).astype(np.float32)
-    for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4)]:
+    short = np.round(rng.standard_normal((2, 3, 10)), 2).astype(np.float32)  # (lane groups)
+    for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4),
+                                ("softmax", short, 1)]:
         f = plax.jit(progs[name])
         launches, got = _launches(f, _put(operand))
         want = plax.jit(progs[name], backend="numpy")(operand)
