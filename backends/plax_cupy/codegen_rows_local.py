@@ -206,7 +206,19 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     for eqn in eqns:
         p = max((phase.get(id(v), 0) for v in eqn.invars), default=0)
         phase[id(eqn.outvars[0])] = p + 1 if fusion_kind(eqn.primitive) == REDUCTION else p
-    roles = {id(e.outvars[0]): _role(e.outvars[0], shape, kept_shapes) for e in eqns}
+    # (an iota's values are its index's: computed per element where a broadcast over the
+    # rows reads them, role "index")
+    roles = {id(e.outvars[0]): "index" if e.primitive is lax.iota_p and
+             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept_shapes)
+             for e in eqns}
+    iotas = {id(e.outvars[0]): e for e in eqns if roles[id(e.outvars[0])] == "index"}
+    for eqn in eqns:
+        if any(id(v) in iotas for v in eqn.invars) and not (
+                fusion_kind(eqn.primitive) == BROADCAST and
+                tuple(eqn.outvars[0].aval.shape) == shape):
+            raise codegen.Unsupported(f"{eqn.primitive.name} of an iota in a row-local cluster")
+    if any(id(v) in iotas for v in cluster.outputs):
+        raise codegen.Unsupported("an iota leaving a row-local cluster")
     last = max(phase.values(), default=0)
 
     reductions: list = []   # (eqn, Reduction) in program order
@@ -268,7 +280,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
         lines = []
         for k, eqn in enumerate(eqns):
             out = eqn.outvars[0]
-            if roles[id(out)] == "row" or phase.get(id(out), 0) != p:
+            if roles[id(out)] in ("row", "index") or phase.get(id(out), 0) != p:
                 continue
             dout = np.dtype(out.aval.dtype)
             if id(out) in red_index:
@@ -312,7 +324,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     # (row values not worth registers: a broadcast's is a read of a row value, a kept value or
     # an input's element; an identity's is its operand's)
     cheap = {id(e.outvars[0]) for e in eqns if fusion_kind(e.primitive) == BROADCAST or
-             e.primitive.name in ROW_LOCAL_IDENTITIES}
+             e.primitive.name in ROW_LOCAL_IDENTITIES or e.primitive is lax.iota_p}
     words = {id(e.outvars[0]): _words(e.outvars[0].aval.dtype) for e in eqns}
     words.update({id(inp.atom): _words(inp.dtype) for inp in inputs})
     held: dict = {}   # id(row value) -> its register array (per slot and element)
@@ -355,7 +367,16 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 continue
             dout = np.dtype(out.aval.dtype)
             op = eqn.invars[0] if eqn.invars else None
-            if fusion_kind(eqn.primitive) == BROADCAST and id(op) not in uniform and \
+            if eqn.primitive is lax.iota_p or id(op) in iotas:
+                iota = iotas.get(id(op), eqn)
+                d = int(iota.params["dimension"])
+                if iota is not eqn:   # (the iota's axis among the broadcast's)
+                    d = int(eqn.params["broadcast_dimensions"][d]) \
+                        if iota.outvars[0].aval.shape[d] != 1 else None
+                if d is not None:
+                    need_index.add(d)
+                expr = f"(({value_ctype(dout)}){'0' if d is None else f'idx{d}'})"
+            elif fusion_kind(eqn.primitive) == BROADCAST and id(op) not in uniform and \
                     tuple(op.aval.shape) != shape:
                 inp = by_atom.get(id(op))
                 if inp is None or inp.kind != "array":

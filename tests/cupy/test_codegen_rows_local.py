@@ -48,6 +48,10 @@ def _programs():
         centred = x - mean[..., None]
         return centred * plax.lax.rsqrt(jnp.mean(centred * centred, -1) + 1e-5)[..., None] * g
 
+    def xent_one_hot(x, labels):   # (one_hot's iota read through a broadcast)
+        onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
+        return -jnp.mean(jnp.sum(plax.nn.log_softmax(x, axis=-1) * onehot, -1))
+
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
         "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
@@ -59,6 +63,8 @@ def _programs():
         "grad_softmax": plax.grad(lambda x: jnp.sum(plax.nn.softmax(x, axis=-1) ** 2)),
         "grad_layer_norm": plax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)),
         "grad_log_softmax": plax.grad(lambda x, w: jnp.sum(plax.nn.log_softmax(x, axis=-1) * w)),
+        "xent_one_hot": xent_one_hot,
+        "grad_xent_one_hot": plax.grad(xent_one_hot),
     }
 
 
@@ -80,7 +86,10 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("log_softmax", (2, 33), np.dtype(np.float32)),
          ("grad_log_softmax", (5, 16), np.dtype(np.float32)),
          ("grad_softmax", (2, 2048), np.dtype(np.float32)),
-         ("softmax", (2, 2049), np.dtype(np.float32))]
+         ("softmax", (2, 2049), np.dtype(np.float32)),
+         # one_hot's iota inside: class indices of a row, out-of-range labels (-1, C) too
+         ("grad_xent_one_hot", (6, 10), np.dtype(np.float32)),
+         ("grad_xent_one_hot", (3, 40), np.dtype(np.float16))]
 
 #: cases whose operand holds NaN, +inf and -inf (a row each)
 NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
@@ -96,6 +105,8 @@ def _operands(name, shape, dtype, rng):
         rows[0, 1], rows[1, 0], rows[2, 2] = np.nan, np.inf, -np.inf
     if name == "layer_norm_flat":
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
+    if name.endswith("xent_one_hot"):
+        return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
     if name in ("grad_layer_norm", "grad_log_softmax"):
         return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
     return [x]
@@ -140,6 +151,14 @@ def test_the_fusion_rule():
     assert not _row_local(_units(lambda x: plax.nn.softmax(x, axis=0), [x])[1])
     # rows of one element: the reduction is a reshape (no reduction left to fuse)
     assert not _row_local(_units(progs["softmax"], [np.ones((4, 1), np.float32)])[1])
+    # one_hot's iota joins the cross-entropy's group, and under grad so does the one_hot
+    # half of the gradient (row-local work on the same rows that does not read the group)
+    labels = np.arange(4, dtype=np.int32)
+    units = _units(progs["xent_one_hot"], [x, labels])[1]
+    assert [bool(u.row_axes) for u in units] == [True, False]
+    assert "iota" in [e.primitive.name for e in units[0].eqns]
+    (c,) = _units(progs["grad_xent_one_hot"], [x, labels])[1]
+    assert c.row_axes == 1 and "iota" in [e.primitive.name for e in c.eqns]
     # work on the results alone stays an epilogue (no row re-read)
     (c,) = _units(lambda x: jnp.sum(x, -1) * 2.0, [x])[1]
     assert c.epilogue and not c.row_axes
@@ -301,13 +320,15 @@ def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
     x = np.round(rng.standard_normal((6, 40)), 2).astype(np.float32)
     past = np.round(rng.standard_normal((2, codegen.ROW_LOCAL_MAX_ELEMENTS + 1)), 2).astype(np.float32)
     short = np.round(rng.standard_normal((2, 3, 10)), 2).astype(np.float32)  # (lane groups)
+    labels = rng.integers(0, 40, size=6).astype(np.int32)
     for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4),
-                                ("softmax", short, 1)]:
+                                ("softmax", short, 1), ("grad_xent_one_hot", (x, labels), 1)]:
+        operands = operand if isinstance(operand, tuple) else (operand,)
         f = plax.jit(progs[name])
-        launches, got = _launches(f, _put(operand))
-        want = plax.jit(progs[name], backend="numpy")(operand)
+        launches, got = _launches(f, *[_put(a) for a in operands])
+        want = plax.jit(progs[name], backend="numpy")(*operands)
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6, err_msg=name)
-        assert launches == most if most == 1 else launches > 1, (name, operand.shape, launches)
+        assert launches == most if most == 1 else launches > 1, (name, operands[0].shape, launches)
     # with CUDA graphs on: captured and replayed (each new graph's first replays checked
     # against a plain run), one launch a call, the same values
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "1")
