@@ -8,25 +8,29 @@ work on row-shaped values (the iteration shape), on kept-shaped values (one per 
 axes, with or without the reduced ones as size 1) and on rank-0 values, ``broadcast_in_dim``\\ s
 of kept or rank-0 values back over the row, and reshapes between the two kept shapes.
 
-:func:`plan_rows` computes it in ``plax_rows``, each block taking rows in a grid-stride loop
-and each row in *phases*. A value's phase is the number of reductions on its longest chain
-of operands (the row's inputs: 0). Phase ``p`` walks the row once (each thread a strided part
-of it): it computes the row-shaped values the phase needs from the inputs (re-reading them
-from global memory: the row was read by the phase before, so it is in L1/L2), accumulates the
-reductions whose operands are of phase ``p``, and stores the row-shaped outputs of phase
-``p``. The block then combines each reduction's lanes in shared memory with
-:class:`plax_cupy.codegen.Reduction`'s combine (the same sum/max/min/prod rules, float16 and
-bfloat16 held as float, NaN rules of the separate kernels), and every thread computes the
-kept values of phase ``p + 1`` (in registers: they are the same for the whole row); thread 0
-stores those that are outputs. Reductions combine in an order fixed by the block size, so
-results are deterministic. ``argmax``/``argmin`` do not form row-local clusters (the fusion
-pass admits ``REDUCTION`` equations only).
+:func:`plan_rows` computes it in ``plax_rows`` in *phases*. A value's phase is the number of
+reductions on its longest chain of operands (the row's inputs: 0). Phase ``p`` walks the row
+once: it computes the row-shaped values the phase needs, accumulates the reductions whose
+operands are of phase ``p`` and stores the row-shaped outputs of phase ``p``. The row's
+threads then combine each reduction with :class:`plax_cupy.codegen.Reduction`'s combine (the
+same sum/max/min/prod rules, float16 and bfloat16 held as float, NaN rules of the separate
+kernels), and every thread computes the kept values of phase ``p + 1`` (registers: the same
+for the whole row); the row's first thread stores those that are outputs. Reductions combine
+in an order fixed by the geometry, so results are deterministic. ``argmax``/``argmin`` do not
+form row-local clusters (the fusion pass admits ``REDUCTION`` equations only); an ``iota`` read
+through a broadcast over the rows (``one_hot``) is computed per element from the index.
 
-Rows are short (``codegen.ROW_LOCAL_MAX_ELEMENTS``): a block of
-:func:`row_threads` threads (a warp for rows of up to 32 elements, up to
-``codegen.BLOCK`` for longer ones). Like :mod:`plax_cupy.codegen` this module never imports
-CuPy: the source is text that CI compiles with NVRTC and, built for the host, runs
-(``tests/cupy/test_codegen_rows_local.py``).
+Geometry: rows of up to 32 elements share warps, a lane group of :func:`row_lanes` lanes per
+row and a ``__shfl_xor_sync`` butterfly per reduction; longer rows take a block of
+:func:`row_threads` threads each, reductions combined in shared memory. Where a thread takes
+at most :data:`ROW_REGISTER_ELEMENTS` elements of its row, the values a later phase reads
+(the row's inputs, softmax's ``exp(x - max)``) stay in registers within
+:data:`ROW_REGISTER_WORDS`; past it each phase re-reads its row from global memory (in L1/L2)
+and recomputes. Rows are short (``codegen.ROW_LOCAL_MAX_ELEMENTS``). Like
+:mod:`plax_cupy.codegen` this module never imports CuPy: the source is text that CI compiles
+with NVRTC and, built for the host, runs (``tests/cupy/test_codegen_rows_local.py``); on the
+simulated GPU (one host thread a block) the kernel's thread plays every lane in turn
+(*slots*).
 """
 from __future__ import annotations
 

@@ -6,14 +6,21 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   axes, rows of 2 to ``codegen.ROW_LOCAL_MAX_ELEMENTS`` elements), what stays apart (a row one
   past the cap, a leading axis reduced), and that backends that do not ask (NumPy, Numba) are
   unaffected.
-* Values: the surveyed programs and their gradients over rows of 7, 32 and 1000 elements,
-  rank 1 to 3, float32, float16, bfloat16, float64 and int32, keepdims and not, an input
-  broadcast over the rows (layer norm's scale): ``plax_rows`` built for the host with a block of
-  ``std::thread``\\ s (all kernels in one build), two blocks taking the rows in turn, against
-  the NumPy backend (floats within the float-sum tolerances, integers bit for bit).
+* The geometry: rows of up to 32 share warps (lane groups, shuffles), longer ones a block a
+  row; softmax up to the register bound (8 elements a thread) loads ``x`` once and keeps
+  ``exp(x - max)`` in registers, one past it re-reads; ``one_hot``'s iota (and under ``grad``
+  the ``one_hot`` half of the gradient) joins a cross-entropy's group.
+* Values: the surveyed programs and their gradients over rows of 2, 3, 7, 15, 16, 17, 31, 32,
+  33, 1000, 2048 and 2049 elements, rank 1 to 3, float32, float16, bfloat16, float64 and int32,
+  keepdims and not, an input broadcast over the rows (layer norm's scale), NaN and +-inf rows,
+  a one_hot cross-entropy's gradient (labels out of range too): ``plax_rows`` built for the
+  host with a block of ``std::thread``\\ s (a shuffle is an exchange at the block barrier; all
+  kernels in one build), two blocks taking the rows in turn, against the NumPy backend (floats
+  within the float-sum tolerances, integers bit for bit).
 * NVRTC compiles them without a warning (where NVRTC is available).
-* On the simulated GPU (this file again in a child process): softmax and layer norm are one
-  launch; a row one past the cap keeps today's plan; values equal to the NumPy backend's.
+* On the simulated GPU (this file again in a child process): softmax, layer norm, softmax
+  over rows of 10 (lane groups) and the one_hot cross-entropy's gradient are one launch; a row
+  one past the cap keeps today's plan; values equal to the NumPy backend's.
 """
 from __future__ import annotations
 

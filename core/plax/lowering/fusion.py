@@ -111,10 +111,13 @@ a reduction of the same rows; a ``broadcast_in_dim`` of a kept-shaped or rank-0 
 rows, or of a value from outside the group read through its index map; a
 ``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
-first unit, except a scalar producer (``-inf`` converted for a max), which moves into the
-group with its reader; a scalar producer before it that only the group reads joins too. The
-group is formed only where some row-shaped value reads a reduction's result (else the
-epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
+first unit, except what moves into the group with its reader (``_early_units``): a scalar
+producer (``-inf`` converted for a max), an ``iota`` (``one_hot``'s class indices, read
+through a broadcast: a generator computes it from the index) and a unit of row-local work on
+the same rows that does not read the group (``grad``'s ``one_hot`` half of a cross-entropy),
+and in turn what they read; a scalar producer or ``iota`` before it that only the group reads
+joins too. The group is formed only where some row-shaped value reads a reduction's result
+(else the epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
 :attr:`Cluster.row_axes` the row's axis count: a generator computes it a row at a time in
 phases (reduce the row, then compute on it again with the result, ...): softmax, log-softmax,
 layer norm and their gradients in one kernel. Moving the group to its first unit's place is
