@@ -401,7 +401,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 lines.append(f"o{j}[i] = {codegen.store_expr(f't{k}', dout)};")
         for r in accumulated:
             red = reductions[r][1]
-            lines.append(f"acc{r} = {red.accumulate(f'acc{r}', red.operand(value(reductions[r][0].invars[0])))};")
+            operand = red.operand(value(reductions[r][0].invars[0]))
+            lines.append(f"acc{r} = {red.accumulate(f'acc{r}', operand)};")
         return lines, need_index
 
     def to_hold(p: int) -> set:

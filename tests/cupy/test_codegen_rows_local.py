@@ -96,7 +96,8 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("softmax", (2, 2049), np.dtype(np.float32)),
          # one_hot's iota inside: class indices of a row, out-of-range labels (-1, C) too
          ("grad_xent_one_hot", (6, 10), np.dtype(np.float32)),
-         ("grad_xent_one_hot", (3, 40), np.dtype(np.float16))]
+         ("grad_xent_one_hot", (3, 40), np.dtype(np.float16)),
+         ("normalize", (10,), np.dtype(np.float32))]   # (one row, its block's second group idle)
 
 #: cases whose operand holds NaN, +inf and -inf (a row each)
 NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
