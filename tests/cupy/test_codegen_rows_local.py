@@ -17,7 +17,8 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   host with a block of ``std::thread``\\ s (a shuffle is an exchange at the block barrier; all
   kernels in one build), two blocks taking the rows in turn, against the NumPy backend (floats
   within the float-sum tolerances, integers bit for bit).
-* NVRTC compiles them without a warning (where NVRTC is available).
+* NVRTC compiles them without a warning, with no local memory (held values are registers)
+  and with butterfly shuffles (where NVRTC is available).
 * On the simulated GPU (this file again in a child process): softmax, layer norm, softmax
   over rows of 10 (lane groups) and the one_hot cross-entropy's gradient are one launch; a row
   one past the cap keeps today's plan; values equal to the NumPy backend's.
@@ -309,6 +310,9 @@ def test_rows_kernels_compile_with_nvrtc_without_warnings():
     plans = [plan for _, plan, _, _, _ in _plans()]
     ptx = nvrtc.compile_ptx(_source(plans), "rows_local.cu")   # (a warning is an error)
     assert ptx.count(".entry plax_rows") == len(plans)
+    # the held row values are registers (constant indices after unrolling: no local memory),
+    # and the lane groups' reductions are butterfly shuffles
+    assert ".local" not in ptx and "shfl.sync.bfly" in ptx
 
 
 # ---------------------------------------------------------------- on the simulated GPU
