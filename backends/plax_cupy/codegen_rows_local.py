@@ -448,9 +448,14 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                     body += [f"  {reductions[r][1].acc_ctype} pair{r}[S];" for r in accumulated]
                     body += [f"  for (int s = 0; s < S; ++s) pair{r}[s] = PLAX_ROWS_XOR(grp{r}, s, off);"
                              for r in accumulated]
-                    body += [f"  for (int s = 0; s < S; ++s) grp{r}[s] = "
-                             f"{reductions[r][1].combine(f'grp{r}[s]', f'pair{r}[s]')};"
-                             for r in accumulated]
+                    for r in accumulated:
+                        red = reductions[r][1]
+                        low = red.combine(f"grp{r}[s]", f"pair{r}[s]")
+                        if red.kind in ("max", "min"):   # (both lanes of a pair combine
+                            # lower, higher: the same bits for +-0 and NaNs in every lane)
+                            high = red.combine(f"pair{r}[s]", f"grp{r}[s]")
+                            low = f"((threadIdx.x + s * blockDim.x) & off) ? {high} : {low}"
+                        body.append(f"  for (int s = 0; s < S; ++s) grp{r}[s] = {low};")
                     body += ["}"]
                 else:
                     body += slot_loop(init + loop + [f"s{r}[v] = acc{r};" for r in accumulated])
