@@ -60,6 +60,10 @@ def _programs():
         onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
         return -jnp.mean(jnp.sum(plax.nn.log_softmax(x, axis=-1) * onehot, -1))
 
+    def pick_one_hot(x, labels):   # (the iota before the reduction: it joins the group too)
+        onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
+        return x - jnp.sum(x * onehot, -1, keepdims=True) + onehot
+
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
         "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
@@ -72,6 +76,7 @@ def _programs():
         "grad_layer_norm": plax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)),
         "grad_log_softmax": plax.grad(lambda x, w: jnp.sum(plax.nn.log_softmax(x, axis=-1) * w)),
         "xent_one_hot": xent_one_hot,
+        "pick_one_hot": pick_one_hot,
         "grad_xent_one_hot": plax.grad(xent_one_hot),
     }
 
@@ -98,7 +103,8 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          # one_hot's iota inside: class indices of a row, out-of-range labels (-1, C) too
          ("grad_xent_one_hot", (6, 10), np.dtype(np.float32)),
          ("grad_xent_one_hot", (3, 40), np.dtype(np.float16)),
-         ("normalize", (10,), np.dtype(np.float32))]   # (one row, its block's second group idle)
+         ("normalize", (10,), np.dtype(np.float32)),
+         ("pick_one_hot", (3, 5, 12), np.dtype(np.float64))]   # (one row, its block's second group idle)
 
 #: cases whose operand holds NaN, +inf and -inf (a row each)
 NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
@@ -114,7 +120,7 @@ def _operands(name, shape, dtype, rng):
         rows[0, 1], rows[1, 0], rows[2, 2] = np.nan, np.inf, -np.inf
     if name == "layer_norm_flat":
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
-    if name.endswith("xent_one_hot"):
+    if name.endswith("_one_hot"):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
     if name in ("grad_layer_norm", "grad_log_softmax"):
         return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
@@ -166,8 +172,9 @@ def test_the_fusion_rule():
     units = _units(progs["xent_one_hot"], [x, labels])[1]
     assert [bool(u.row_axes) for u in units] == [True, False]
     assert "iota" in [e.primitive.name for e in units[0].eqns]
-    (c,) = _units(progs["grad_xent_one_hot"], [x, labels])[1]
-    assert c.row_axes == 1 and "iota" in [e.primitive.name for e in c.eqns]
+    for name in ("grad_xent_one_hot", "pick_one_hot"):
+        (c,) = _units(progs[name], [x, labels])[1]
+        assert c.row_axes == 1 and "iota" in [e.primitive.name for e in c.eqns], name
     # work on the results alone stays an epilogue (no row re-read)
     (c,) = _units(lambda x: jnp.sum(x, -1) * 2.0, [x])[1]
     assert c.epilogue and not c.row_axes
