@@ -8,29 +8,34 @@ work on row-shaped values (the iteration shape), on kept-shaped values (one per 
 axes, with or without the reduced ones as size 1) and on rank-0 values, ``broadcast_in_dim``\\ s
 of kept or rank-0 values back over the row, and reshapes between the two kept shapes.
 
-:func:`plan_rows` computes it in ``plax_rows``, each block taking rows in a grid-stride loop
-and each row in *phases*. A value's phase is the number of reductions on its longest chain
-of operands (the row's inputs: 0). Phase ``p`` walks the row once (each thread a strided part
-of it): it computes the row-shaped values the phase needs from the inputs (re-reading them
-from global memory: the row was read by the phase before, so it is in L1/L2), accumulates the
-reductions whose operands are of phase ``p``, and stores the row-shaped outputs of phase
-``p``. The block then combines each reduction's lanes in shared memory with
-:class:`plax_cupy.codegen.Reduction`'s combine (the same sum/max/min/prod rules, float16 and
-bfloat16 held as float, NaN rules of the separate kernels), and every thread computes the
-kept values of phase ``p + 1`` (in registers: they are the same for the whole row); thread 0
-stores those that are outputs. Reductions combine in an order fixed by the block size, so
-results are deterministic. ``argmax``/``argmin`` do not form row-local clusters (the fusion
-pass admits ``REDUCTION`` equations only).
+:func:`plan_rows` computes it in ``plax_rows`` in *phases*. A value's phase is the number of
+reductions on its longest chain of operands (the row's inputs: 0). Phase ``p`` walks the row
+once: it computes the row-shaped values the phase needs, accumulates the reductions whose
+operands are of phase ``p`` and stores the row-shaped outputs of phase ``p``. The row's
+threads then combine each reduction with :class:`plax_cupy.codegen.Reduction`'s combine (the
+same sum/max/min/prod rules, float16 and bfloat16 held as float, NaN rules of the separate
+kernels), and every thread computes the kept values of phase ``p + 1`` (registers: the same
+for the whole row); the row's first thread stores those that are outputs. Reductions combine
+in an order fixed by the geometry, so results are deterministic. ``argmax``/``argmin`` do not
+form row-local clusters (the fusion pass admits ``REDUCTION`` equations only); an ``iota`` read
+through a broadcast over the rows (``one_hot``) is computed per element from the index.
 
-Rows are short (``codegen.ROW_LOCAL_MAX_ELEMENTS``): a block of
-:func:`row_threads` threads (a warp for rows of up to 32 elements, up to
-``codegen.BLOCK`` for longer ones). Like :mod:`plax_cupy.codegen` this module never imports
-CuPy: the source is text that CI compiles with NVRTC and, built for the host, runs
-(``tests/cupy/test_codegen_rows_local.py``).
+Geometry: rows of up to 32 elements share warps, a lane group of :func:`row_lanes` lanes per
+row and a ``__shfl_xor_sync`` butterfly per reduction; longer rows take a block of
+:func:`row_threads` threads each, reductions combined in shared memory. Where a thread takes
+at most :data:`ROW_REGISTER_ELEMENTS` elements of its row, the values a later phase reads
+(the row's inputs, softmax's ``exp(x - max)``) stay in registers within
+:data:`ROW_REGISTER_WORDS`; past it each phase re-reads its row from global memory (in L1/L2)
+and recomputes. Rows are short (``codegen.ROW_LOCAL_MAX_ELEMENTS``). Like
+:mod:`plax_cupy.codegen` this module never imports CuPy: the source is text that CI compiles
+with NVRTC and, built for the host, runs (``tests/cupy/test_codegen_rows_local.py``); on the
+simulated GPU (one host thread a block) the kernel's thread plays every lane in turn
+(*slots*).
 """
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -64,8 +69,8 @@ class RowsKernel:
 
 
 def row_threads(row: int, block: int = codegen.BLOCK) -> int:
-    """Threads of a block computing rows of ``row`` elements: the power of two covering the
-    row, at least a warp (32) and at most ``block``.
+    """Threads of a block computing rows of ``row`` elements a block per row: the power of two
+    covering the row, at least a warp (32) and at most ``block``.
 
     Example:
       >>> row_threads(7), row_threads(100), row_threads(8192)
@@ -74,15 +79,75 @@ def row_threads(row: int, block: int = codegen.BLOCK) -> int:
     return min(block, max(32, 1 << (max(row, 1) - 1).bit_length()))
 
 
-def rows_launch(n_rows: int, sm_count: int = codegen.DEFAULT_SM_COUNT) -> int:
-    """Blocks of a row-local kernel over ``n_rows`` rows (a block per row, the rest covered
-    by the blocks' grid-stride loop).
+def row_lanes(row: int) -> int:
+    """Lanes of a warp computing one row of ``row`` (at most 32) elements where several rows
+    share a warp: the power of two covering the row (``32 // row_lanes(row)`` rows a warp).
 
     Example:
-      >>> rows_launch(64), rows_launch(10**6, sm_count=132)
-      (64, 4224)
+      >>> row_lanes(2), row_lanes(10), row_lanes(17)
+      (2, 16, 32)
     """
-    return max(1, min(n_rows, sm_count * codegen.WAVES * 4))
+    return 1 << (max(row, 2) - 1).bit_length()
+
+
+def rows_launch(n_rows: int, sm_count: int = codegen.DEFAULT_SM_COUNT,
+                rows_per_block: int = 1) -> int:
+    """Blocks of a row-local kernel over ``n_rows`` rows, each block taking ``rows_per_block``
+    rows at a time (the rest covered by the blocks' grid-stride loop).
+
+    Example:
+      >>> rows_launch(64), rows_launch(10**6, sm_count=132), rows_launch(64, rows_per_block=8)
+      (64, 4224, 8)
+    """
+    return max(1, min(-(-n_rows // rows_per_block), sm_count * codegen.WAVES * 4))
+
+
+#: elements of its row a thread holds in registers across phases (rows of up to 2048 at 256
+#: threads): past it each phase re-reads the row's inputs from global memory
+ROW_REGISTER_ELEMENTS = 8
+
+#: 32-bit registers a thread gives to held row values (inputs and values a later phase
+#: reads: softmax's ``exp(x - max)``), all held arrays together; past it a phase holds nothing
+#: new (its values are recomputed from what is held or re-read)
+ROW_REGISTER_WORDS = 32
+
+#: accumulator types ``__shfl_xor_sync`` exchanges: rows of up to 32 elements of a cluster
+#: whose reductions all accumulate in one of them share warps (:func:`row_lanes`)
+SHUFFLE_CTYPES = ("float", "double", "int", "unsigned int", "long long", "unsigned long long")
+
+#: the kernels' macros: unrolling (registers need constant indices on the device) and the
+#: lane exchange (a shuffle; the simulated device's one thread plays every lane: its slots)
+ROWS_MACROS = r"""#ifndef PLAX_ROWS_MACROS
+#define PLAX_ROWS_MACROS
+#if defined(PLAX_SIM) || defined(PLAX_HOST)
+#define PLAX_ROWS_UNROLL
+#else
+#define PLAX_ROWS_UNROLL _Pragma("unroll")
+#endif
+#ifdef PLAX_SIM
+#define PLAX_ROWS_XOR(a, s, off) (a)[(s) ^ (off)]
+#else
+#define PLAX_ROWS_XOR(a, s, off) __shfl_xor_sync(0xffffffffu, (a)[s], (off))
+#endif
+#endif
+"""
+
+
+def _words(dtype) -> int:
+    """32-bit registers a value of ``dtype`` takes as the kernels compute it."""
+    size = 4 if np.dtype(dtype).itemsize < 4 else np.dtype(dtype).itemsize
+    return -(-size // 4)
+
+
+def _used_defs(defs: list, body: list) -> list:
+    """The definition lines of ``defs`` (``(name, line)`` in order) that ``body`` or a kept
+    later definition reads (NVRTC warns of a variable never read)."""
+    text, kept = "\n".join(body), []
+    for name, line in reversed(defs):
+        if re.search(rf"\b{name}\b", text):
+            kept.append(line)
+            text += "\n" + line
+    return kept[::-1]
 
 
 def _role(var, shape: tuple, kept_shapes: tuple) -> str:
@@ -145,27 +210,20 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     for eqn in eqns:
         p = max((phase.get(id(v), 0) for v in eqn.invars), default=0)
         phase[id(eqn.outvars[0])] = p + 1 if fusion_kind(eqn.primitive) == REDUCTION else p
-    roles = {id(e.outvars[0]): _role(e.outvars[0], shape, kept_shapes) for e in eqns}
+    # (an iota's values are its index's: computed per element where a broadcast over the
+    # rows reads them, role "index")
+    roles = {id(e.outvars[0]): "index" if e.primitive is lax.iota_p and
+             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept_shapes)
+             for e in eqns}
+    iotas = {id(e.outvars[0]): e for e in eqns if roles[id(e.outvars[0])] == "index"}
+    for eqn in eqns:
+        if any(id(v) in iotas for v in eqn.invars) and not (
+                fusion_kind(eqn.primitive) == BROADCAST and
+                tuple(eqn.outvars[0].aval.shape) == shape):
+            raise codegen.Unsupported(f"{eqn.primitive.name} of an iota in a row-local cluster")
+    if any(id(v) in iotas for v in cluster.outputs):
+        raise codegen.Unsupported("an iota leaving a row-local cluster")
     last = max(phase.values(), default=0)
-
-    uniform: dict = {}    # id(value) -> its row-uniform expression (kept and rank-0 values)
-    prelude: list = []    # lines before the row loop (rank-0 array inputs)
-    per_row: list = []    # lines at the start of each row (kept-shaped array inputs)
-    for inp in inputs:
-        if id(inp.atom) not in live or inp.kind == "literal":
-            if inp.kind == "literal":
-                uniform[id(inp.atom)] = inp.name
-            continue
-        if tuple(inp.atom.aval.shape) not in (shape, ()) + kept_shapes:
-            continue   # (an operand broadcast over the rows: read through the index map)
-        role = _role(inp.atom, shape, kept_shapes)
-        if role == "row":
-            continue   # (read at each element, by the phases that need it)
-        index = "0" if role == "scalar" else "o"
-        (prelude if role == "scalar" else per_row).append(
-            f"const {value_ctype(inp.dtype)} {inp.name}_u = "
-            f"{codegen.load_expr(f'{inp.name}[{index}]', inp.dtype)};")
-        uniform[id(inp.atom)] = f"{inp.name}_u"
 
     reductions: list = []   # (eqn, Reduction) in program order
     for eqn in eqns:
@@ -176,47 +234,120 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             reductions.append((eqn, codegen.reduction_of(eqn)))
     red_index = {id(e.outvars[0]): r for r, (e, _) in enumerate(reductions)}
 
+    # the geometry: several rows a warp (a lane group each, shuffles) or a block a row
+    packed = row <= 32 and all(red.acc_ctype in SHUFFLE_CTYPES for _, red in reductions)
+    lanes = row_lanes(row) if packed else row_threads(row)
+    threads = min(codegen.BLOCK, max(32, 1 << (max(n_rows * lanes, 1) - 1).bit_length())) \
+        if packed else lanes
+    per_block = threads // lanes
+    per_thread = -(-row // lanes)
+    holds = per_thread <= ROW_REGISTER_ELEMENTS
+    decls: list = []      # per-slot arrays, declared at the start of each row
+
+    uniform: dict = {}    # id(value) -> its row-uniform expression in a slot (kept, rank-0)
+    prelude: list = []    # lines before the row loop (rank-0 array inputs)
+    per_row: list = []    # lines at the start of each row's slot (kept-shaped array inputs)
+    for inp in inputs:
+        if id(inp.atom) not in live or inp.kind == "literal":
+            if inp.kind == "literal":
+                uniform[id(inp.atom)] = inp.name
+            continue
+        if tuple(inp.atom.aval.shape) not in (shape, ()) + kept_shapes:
+            continue   # (an operand broadcast over the rows: read through the index map)
+        role = _role(inp.atom, shape, kept_shapes)
+        if role == "row":
+            continue   # (read at each element, by the phases that need it)
+        vt = value_ctype(inp.dtype)
+        if role == "scalar":
+            prelude.append(f"const {vt} {inp.name}_u = {codegen.load_expr(f'{inp.name}[0]', inp.dtype)};")
+            uniform[id(inp.atom)] = f"{inp.name}_u"
+        else:
+            decls.append(f"{vt} {inp.name}_u[S];")
+            load = codegen.load_expr(f"{inp.name}[o]", inp.dtype)
+            per_row.append(f"{inp.name}_u[s] = {load if not packed else f'live ? {load} : ({vt})0'};")
+            uniform[id(inp.atom)] = f"{inp.name}_u[s]"
+
+    def slot_loop(lines: list) -> list:
+        """``lines`` once per slot (the threads the simulated device's one thread plays;
+        one on a GPU), after the slot's thread, lane, row and liveness they read."""
+        defs = [("v", "const int v = threadIdx.x + s * blockDim.x;  // the thread in the block"),
+                ("lane", "const int lane = v % T;  // its place in its row"),
+                ("o", "const long long o = b + v / T;  // its row" if packed else
+                 "const long long o = b;"),
+                ("live", "const bool live = o < n_rows;")]
+        return ["for (int s = 0; s < S; ++s) {"] + \
+            ["  " + t for t in _used_defs(defs, lines) + lines] + ["}"]
+
     def uniform_lines(p: int) -> list:
         """The row-uniform values of phase ``p`` (each thread computes them: registers) and
-        the stores of those that are outputs (thread 0)."""
+        the stores of those that are outputs (a row's first lane)."""
         lines = []
         for k, eqn in enumerate(eqns):
             out = eqn.outvars[0]
-            if roles[id(out)] == "row" or phase.get(id(out), 0) != p:
+            if roles[id(out)] in ("row", "index") or phase.get(id(out), 0) != p:
                 continue
             dout = np.dtype(out.aval.dtype)
             if id(out) in red_index:
                 r = red_index[id(out)]
                 red = reductions[r][1]
-                expr = codegen.load_expr(red.store(f"s{r}[0]", dout), dout)
+                expr = codegen.load_expr(red.store(f"grp{r}[s]" if packed else f"s{r}[0]", dout), dout)
             elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p) or \
                     eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = uniform[id(eqn.invars[0])]   # (the same value: one per row)
             else:
                 expr = codegen.elementwise_expr(eqn, [uniform[id(v)] for v in eqn.invars])
-            lines.append(f"const {value_ctype(dout)} u{k} = {expr};")
-            uniform[id(out)] = f"u{k}"
+            decls.append(f"{value_ctype(dout)} u{k}[S];")
+            lines.append(f"u{k}[s] = {expr};")
+            uniform[id(out)] = f"u{k}[s]"
             j = outputs.get(id(out))
             if j is not None:
                 where = "o" if out.aval.shape else "0"
-                guard = "threadIdx.x == 0" + ("" if out.aval.shape else " && o == 0")
-                lines.append(f"if ({guard}) o{j}[{where}] = {codegen.store_expr(f'u{k}', dout)};")
-        return lines
+                guard = ("lane == 0 && live" if packed else "v == 0") + \
+                    ("" if out.aval.shape else " && o == 0")
+                lines.append(f"if ({guard}) o{j}[{where}] = {codegen.store_expr(f'u{k}[s]', dout)};")
+        return slot_loop(lines) if lines else []
 
-    def element_lines(p: int, accumulated: list) -> tuple[list, set]:
-        """Per element ``i`` of a row in phase ``p``: the row-shaped values the phase needs,
-        the accumulation of ``accumulated`` (reduction indices) and the stores of the
-        row-shaped outputs of phase ``p``; and the iteration axes whose index they read."""
-        targets = {id(reductions[r][0].invars[0]) for r in accumulated}
-        targets |= {id(v) for v in cluster.outputs
-                    if roles.get(id(v)) == "row" and phase.get(id(v), 0) == p}
-        needed = set(targets)
+    def targets_of(p: int) -> set:
+        """The row values phase ``p`` must make: its reductions' operands, its row outputs."""
+        targets = {id(e.invars[0]) for e, _ in reductions if phase.get(id(e.invars[0]), 0) == p}
+        return targets | {id(v) for v in cluster.outputs
+                          if roles.get(id(v)) == "row" and phase.get(id(v), 0) == p}
+
+    def needed(p: int, held) -> set:
+        """The row values (equation results and row inputs) phase ``p`` computes, loads or
+        reads from registers when the values ``held`` are there."""
+        need = set(targets_of(p))
         for eqn in reversed(eqns):
-            if id(eqn.outvars[0]) in needed and roles[id(eqn.outvars[0])] == "row":
-                needed.update(id(v) for v in eqn.invars)
+            out = id(eqn.outvars[0])
+            if out in need and out not in held and roles[out] == "row":
+                need.update(id(v) for v in eqn.invars if id(v) not in uniform and
+                            (id(v) in roles or id(v) in by_atom))
+        return {k for k in need if (roles[k] == "row" if k in roles else
+                                    tuple(by_atom[k].atom.aval.shape) == shape)}
+
+    # (row values not worth registers: a broadcast's is a read of a row value, a kept value or
+    # an input's element; an identity's is its operand's)
+    cheap = {id(e.outvars[0]) for e in eqns if fusion_kind(e.primitive) == BROADCAST or
+             e.primitive.name in ROW_LOCAL_IDENTITIES or e.primitive is lax.iota_p}
+    words = {id(e.outvars[0]): _words(e.outvars[0].aval.dtype) for e in eqns}
+    words.update({id(inp.atom): _words(inp.dtype) for inp in inputs})
+    held: dict = {}   # id(row value) -> its register array (per slot and element)
+
+    def element_lines(p: int, accumulated: list, hold: set) -> tuple[list, set]:
+        """Per element ``i`` of a row in phase ``p``: the row-shaped values the phase needs
+        (held ones read from registers), the accumulation of ``accumulated`` (reduction
+        indices), the stores of the row-shaped outputs of phase ``p`` and of the values
+        ``hold`` into registers; and the iteration axes whose index they read."""
+        need = needed(p, held)
         need_index: set = set()
-        locals_: dict = {}
+        locals_: dict = {key: f"{name}[s * E + e]" for key, name in held.items()}
         lines: list = []
+
+        def keep(key, local: str, dtype) -> None:
+            if key in hold:
+                decls.append(f"{value_ctype(dtype)} {local}_h[S * E];")
+                lines.append(f"{local}_h[s * E + e] = {local};")
+                held[key] = f"{local}_h"
 
         def value(atom) -> str:
             key = id(atom)
@@ -231,15 +362,25 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             lines.append(f"const {value_ctype(inp.dtype)} {local} = "
                          f"{codegen.load_expr(f'{inp.name}[i]', inp.dtype)};")
             locals_[key] = local
+            keep(key, local, inp.dtype)
             return local
 
         for k, eqn in enumerate(eqns):
             out = eqn.outvars[0]
-            if id(out) not in needed or roles[id(out)] != "row":
+            if id(out) not in need or id(out) in held or roles[id(out)] != "row":
                 continue
             dout = np.dtype(out.aval.dtype)
             op = eqn.invars[0] if eqn.invars else None
-            if fusion_kind(eqn.primitive) == BROADCAST and id(op) not in uniform and \
+            if eqn.primitive is lax.iota_p or id(op) in iotas:
+                iota = iotas.get(id(op), eqn)
+                d = int(iota.params["dimension"])
+                if iota is not eqn:   # (the iota's axis among the broadcast's)
+                    d = int(eqn.params["broadcast_dimensions"][d]) \
+                        if iota.outvars[0].aval.shape[d] != 1 else None
+                if d is not None:
+                    need_index.add(d)
+                expr = f"(({value_ctype(dout)}){'0' if d is None else f'idx{d}'})"
+            elif fusion_kind(eqn.primitive) == BROADCAST and id(op) not in uniform and \
                     tuple(op.aval.shape) != shape:
                 inp = by_atom.get(id(op))
                 if inp is None or inp.kind != "array":
@@ -254,64 +395,115 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 expr = codegen.elementwise_expr(eqn, [value(v) for v in eqn.invars])
             lines.append(f"const {value_ctype(dout)} t{k} = {expr};")
             locals_[id(out)] = f"t{k}"
+            keep(id(out), f"t{k}", dout)
             j = outputs.get(id(out))
             if j is not None and phase.get(id(out), 0) == p:
                 lines.append(f"o{j}[i] = {codegen.store_expr(f't{k}', dout)};")
         for r in accumulated:
             red = reductions[r][1]
-            lines.append(f"acc{r} = {red.accumulate(f'acc{r}', red.operand(value(reductions[r][0].invars[0])))};")
+            operand = red.operand(value(reductions[r][0].invars[0]))
+            lines.append(f"acc{r} = {red.accumulate(f'acc{r}', operand)};")
         return lines, need_index
 
-    body: list = list(per_row) + uniform_lines(0)
+    def to_hold(p: int) -> set:
+        """The values phase ``p`` makes that a later phase reads, where they fit the budget."""
+        if not holds:
+            return set()
+        made = needed(p, held) - set(held) - cheap
+        assume = set(held) | made
+        later = set().union(*[needed(q, assume) for q in range(p + 1, last + 1)]) & made
+        budget = ROW_REGISTER_WORDS // per_thread
+        if sum(words[k] for k in set(held) | later) <= budget:
+            return later
+        inputs_only = {k for k in later if k in by_atom}
+        return inputs_only if sum(words[k] for k in set(held) | inputs_only) <= budget else set()
+
+    body: list = (slot_loop(per_row) if per_row else []) + uniform_lines(0)
     phases = 0
     for p in range(last + 1):
         accumulated = [r for r, (e, _) in enumerate(reductions) if phase.get(id(e.invars[0]), 0) == p]
-        lines, need_index = element_lines(p, accumulated)
+        lines, need_index = element_lines(p, accumulated, to_hold(p))
         if lines:
             phases += 1
-            head = [f"const long long idx{d} = (i / {strides[d]}LL) % {shape[d]}LL;"
-                    for d in sorted(need_index)]
-            inner = ["  const long long i = o * ROW + c;"] + ["  " + t for t in head + lines]
+            cond = (["live"] if packed else []) + (["c < ROW"] if per_thread * lanes != row else [])
+            defs = [("c", "const long long c = lane + (long long)e * T;"),
+                    ("i", "const long long i = o * ROW + c;")]
+            defs += [(f"idx{d}", f"const long long idx{d} = (i / {strides[d]}LL) % {shape[d]}LL;")
+                     for d in sorted(need_index)]
+            inner = lines
+            if cond:
+                inner = [f"if ({' && '.join(cond)}) {{"] + ["  " + t for t in inner] + ["}"]
+            inner = _used_defs(defs, inner) + inner
+            loop = ["PLAX_ROWS_UNROLL" if holds else "// (each element re-read: a long row)",
+                    "for (int e = 0; e < E; ++e) {"] + ["  " + t for t in inner] + ["}"]
             if accumulated:
-                body += [f"// phase {p}: {len(accumulated)} reduction(s) of the row",
-                         "for (int v = threadIdx.x; v < T; v += blockDim.x) {"]
-                body += [f"  {reductions[r][1].acc_ctype} acc{r} = {reductions[r][1].init};"
-                         for r in accumulated]
-                body += ["  for (long long c = v; c < ROW; c += T) {"]
-                body += ["  " + t for t in inner]
-                body += ["  }"]
-                body += [f"  s{r}[v] = acc{r};" for r in accumulated]
-                body += ["}", "__syncthreads();",
-                         "for (int h = T / 2; h > 0; h >>= 1) {",
-                         "  for (int v = threadIdx.x; v < h; v += blockDim.x) {"]
-                body += [f"    s{r}[v] = {reductions[r][1].combine(f's{r}[v]', f's{r}[v + h]')};"
-                         for r in accumulated]
-                body += ["  }", "  __syncthreads();", "}"]
+                body.append(f"// phase {p}: {len(accumulated)} reduction(s) of the row")
+                init = [f"{reductions[r][1].acc_ctype} acc{r} = {reductions[r][1].init};"
+                        for r in accumulated]
+                if packed:
+                    decls.extend(f"{reductions[r][1].acc_ctype} grp{r}[S];" for r in accumulated)
+                    body += slot_loop(init + loop + [f"grp{r}[s] = acc{r};" for r in accumulated])
+                    body += ["for (int off = T / 2; off > 0; off >>= 1) {  // the lane group's "
+                             "butterfly"]
+                    body += [f"  {reductions[r][1].acc_ctype} pair{r}[S];" for r in accumulated]
+                    body += [f"  for (int s = 0; s < S; ++s) pair{r}[s] = PLAX_ROWS_XOR(grp{r}, s, off);"
+                             for r in accumulated]
+                    for r in accumulated:
+                        red = reductions[r][1]
+                        low = red.combine(f"grp{r}[s]", f"pair{r}[s]")
+                        if red.kind in ("max", "min"):   # (both lanes of a pair combine
+                            # lower, higher: the same bits for +-0 and NaNs in every lane)
+                            high = red.combine(f"pair{r}[s]", f"grp{r}[s]")
+                            low = f"((threadIdx.x + s * blockDim.x) & off) ? {high} : {low}"
+                        body.append(f"  for (int s = 0; s < S; ++s) grp{r}[s] = {low};")
+                    body += ["}"]
+                else:
+                    body += slot_loop(init + loop + [f"s{r}[v] = acc{r};" for r in accumulated])
+                    body += ["__syncthreads();",
+                             "for (int h = T / 2; h > 0; h >>= 1) {",
+                             "  for (int v = threadIdx.x; v < h; v += blockDim.x) {"]
+                    body += [f"    s{r}[v] = {reductions[r][1].combine(f's{r}[v]', f's{r}[v + h]')};"
+                             for r in accumulated]
+                    body += ["  }", "  __syncthreads();", "}"]
             else:
-                body += [f"// phase {p}: the row's outputs",
-                         "for (long long c = threadIdx.x; c < ROW; c += blockDim.x) {"]
-                body += inner + ["}"]
+                body.append(f"// phase {p}: the row's outputs")
+                body += slot_loop(loop)
         body += uniform_lines(p + 1)
 
-    threads = row_threads(row)
     params = [inp.param() for inp in inputs]
     params += [f"{ctype(d)}* __restrict__ o{j}" for j, d in enumerate(out_dtypes)]
     params += ["long long n_rows"]
+    geometry = (f"{per_block} rows of a block, {lanes} lanes each" if packed else
+                f"a block of {threads} a row")
     kernel = [f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape} "
-              f"(row-local: rows of {row}, {phases} phase(s))",
+              f"(row-local: rows of {row}, {phases} phase(s); {geometry}, "
+              f"{len(held)} value(s) held)",
+              ROWS_MACROS.rstrip("\n"),
               "#ifndef PLAX_HOST",
               f"extern \"C\" __global__ void plax_rows({', '.join(params)}) {{",
-              f"  constexpr int T = {threads};  // threads a row (slots: a block of fewer "
-              "threads takes several)",
-              f"  constexpr long long ROW = {row}LL;"]
-    kernel += [f"  __shared__ {red.acc_ctype} s{r}[T];" for r, (_, red) in enumerate(reductions)]
+              f"  constexpr int T = {lanes};  // threads a row",
+              f"  constexpr int RB = {per_block};  // rows a block takes at once",
+              f"  constexpr int E = {per_thread};  // elements of its row a thread takes"]
+    kernel += ["  " + t for t in _used_defs([("ROW", f"constexpr long long ROW = {row}LL;")], body)]
+    kernel += ["#ifdef PLAX_SIM",
+              "  constexpr int S = RB * T;  // slots: the simulated device's one thread plays them all",
+              "#else",
+              "  constexpr int S = 1;",
+              "#endif"]
+    if not packed:
+        kernel += [f"  __shared__ {red.acc_ctype} s{r}[T];" for r, (_, red) in enumerate(reductions)]
     kernel += ["  " + t for t in prelude]
-    kernel += ["  for (long long o = blockIdx.x; o < n_rows; o += gridDim.x) {"]
+    kernel += ["  for (long long b = (long long)blockIdx.x * RB; b < n_rows; "
+               "b += (long long)gridDim.x * RB) {"]
+    kernel += ["    " + t for t in dict.fromkeys(decls)]
     kernel += ["    " + t for t in body]
-    kernel += ["    __syncthreads();  // s* are rewritten by the next row", "  }", "}", "#endif", ""]
+    if not packed:
+        kernel += ["    __syncthreads();  // s* are rewritten by the next row"]
+    kernel += ["  }", "}", "#endif", ""]
     text = "\n".join(kernel)
     source = codegen.PREAMBLE + special_source.helpers_for(text) + text
     return RowsKernel(source=source, entry=("plax_rows",), inputs=inputs, out_dtypes=out_dtypes,
                       out_shapes=out_shapes, n_rows=n_rows, row=row, threads=threads,
-                      phases=phases, primitives=[e.primitive.name for e in cluster.eqns],
-                      shape=shape)
+                      lanes=lanes, rows_per_block=per_block, per_thread=per_thread,
+                      held=len(held), phases=phases,
+                      primitives=[e.primitive.name for e in cluster.eqns], shape=shape)

@@ -1,5 +1,6 @@
-"""Launching a row-local kernel (:class:`plax_cupy.codegen_rows_local.RowsKernel`): a block of
-``plan.threads`` threads per row, the rows beyond the grid covered by the blocks' loop."""
+"""Launching a row-local kernel (:class:`plax_cupy.codegen_rows_local.RowsKernel`): blocks of
+``plan.threads`` threads, each taking ``plan.rows_per_block`` rows at a time (one row, or
+several short rows sharing warps), the rows beyond the grid covered by the blocks' loop."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,8 @@ class RowsLauncher(Launcher):
         args = _kernel_args(plan, buffers)
         outs = [_device_empty(s, d) for s, d in zip(plan.out_shapes, plan.out_dtypes)]
         if plan.n_rows:
-            grid = codegen_rows_local.rows_launch(plan.n_rows, self.backend.sm_count(device.id))
+            grid = codegen_rows_local.rows_launch(plan.n_rows, self.backend.sm_count(device.id),
+                                                  plan.rows_per_block)
             self._functions(device.id)[0]((grid,), (plan.threads,), tuple(
                 args + [_bits(o) for o in outs] + [np.int64(plan.n_rows)]))
             runtime.THIS_THREAD.counts[runtime.LAUNCHES] += 1

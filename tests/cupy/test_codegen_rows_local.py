@@ -6,14 +6,22 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   axes, rows of 2 to ``codegen.ROW_LOCAL_MAX_ELEMENTS`` elements), what stays apart (a row one
   past the cap, a leading axis reduced), and that backends that do not ask (NumPy, Numba) are
   unaffected.
-* Values: the surveyed programs and their gradients over rows of 7, 32 and 1000 elements,
-  rank 1 to 3, float32, float16, bfloat16, float64 and int32, keepdims and not, an input
-  broadcast over the rows (layer norm's scale): ``plax_rows`` built for the host with a block of
-  ``std::thread``\\ s (all kernels in one build), two blocks taking the rows in turn, against
-  the NumPy backend (floats within the float-sum tolerances, integers bit for bit).
-* NVRTC compiles them without a warning (where NVRTC is available).
-* On the simulated GPU (this file again in a child process): softmax and layer norm are one
-  launch; a row one past the cap keeps today's plan; values equal to the NumPy backend's.
+* The geometry: rows of up to 32 share warps (lane groups, shuffles), longer ones a block a
+  row; softmax up to the register bound (8 elements a thread) loads ``x`` once and keeps
+  ``exp(x - max)`` in registers, one past it re-reads; ``one_hot``'s iota (and under ``grad``
+  the ``one_hot`` half of the gradient) joins a cross-entropy's group.
+* Values: the surveyed programs and their gradients over rows of 2, 3, 7, 15, 16, 17, 31, 32,
+  33, 1000, 2048 and 2049 elements, rank 1 to 3, float32, float16, bfloat16, float64 and int32,
+  keepdims and not, an input broadcast over the rows (layer norm's scale), NaN and +-inf rows,
+  a one_hot cross-entropy's gradient (labels out of range too): ``plax_rows`` built for the
+  host with a block of ``std::thread``\\ s (a shuffle is an exchange at the block barrier; all
+  kernels in one build), two blocks taking the rows in turn, against the NumPy backend (floats
+  within the float-sum tolerances, integers bit for bit).
+* NVRTC compiles them without a warning, with no local memory (held values are registers)
+  and with butterfly shuffles (where NVRTC is available).
+* On the simulated GPU (this file again in a child process): softmax, layer norm, softmax
+  over rows of 10 (lane groups) and the one_hot cross-entropy's gradient are one launch; a row
+  one past the cap keeps today's plan; values equal to the NumPy backend's.
 """
 from __future__ import annotations
 
@@ -48,6 +56,14 @@ def _programs():
         centred = x - mean[..., None]
         return centred * plax.lax.rsqrt(jnp.mean(centred * centred, -1) + 1e-5)[..., None] * g
 
+    def xent_one_hot(x, labels):   # (one_hot's iota read through a broadcast)
+        onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
+        return -jnp.mean(jnp.sum(plax.nn.log_softmax(x, axis=-1) * onehot, -1))
+
+    def pick_one_hot(x, labels):   # (the iota before the reduction: it joins the group too)
+        onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
+        return x - jnp.sum(x * onehot, -1, keepdims=True) + onehot
+
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
         "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
@@ -59,6 +75,9 @@ def _programs():
         "grad_softmax": plax.grad(lambda x: jnp.sum(plax.nn.softmax(x, axis=-1) ** 2)),
         "grad_layer_norm": plax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)),
         "grad_log_softmax": plax.grad(lambda x, w: jnp.sum(plax.nn.log_softmax(x, axis=-1) * w)),
+        "xent_one_hot": xent_one_hot,
+        "pick_one_hot": pick_one_hot,
+        "grad_xent_one_hot": plax.grad(xent_one_hot),
     }
 
 
@@ -69,7 +88,26 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("normalize", (1000,), np.dtype(np.float64)), ("int_rows", (4, 9), np.dtype(np.int32)),
          ("grad_softmax", (4, 7), np.dtype(np.float32)),
          ("grad_layer_norm", (3, 32), np.dtype(np.float32)),
-         ("grad_log_softmax", (3, 7), np.dtype(np.float16))]
+         ("grad_log_softmax", (3, 7), np.dtype(np.float16)),
+         # around the geometry's bounds: rows of 2, 3, 15, 16 (lane groups of 2 to 16 sharing
+         # a warp; 5x8 rows of 16 over two blocks of 16 rows: the grid-stride loop's second
+         # turn half live), 17, 31, 32 (a warp a row), 33 (a block a row), 2048 (the register
+         # bound: 8 elements a thread) and 2049 (re-read)
+         ("softmax", (3, 2), np.dtype(np.float32)), ("softmax", (5, 3), np.dtype(np.float64)),
+         ("log_softmax", (4, 15), BF16), ("softmax", (5, 8, 16), np.dtype(np.float16)),
+         ("layer_norm", (2, 17), np.dtype(np.float32)), ("int_rows", (3, 31), np.dtype(np.int32)),
+         ("log_softmax", (2, 33), np.dtype(np.float32)),
+         ("grad_log_softmax", (5, 16), np.dtype(np.float32)),
+         ("grad_softmax", (2, 2048), np.dtype(np.float32)),
+         ("softmax", (2, 2049), np.dtype(np.float32)),
+         # one_hot's iota inside: class indices of a row, out-of-range labels (-1, C) too
+         ("grad_xent_one_hot", (6, 10), np.dtype(np.float32)),
+         ("grad_xent_one_hot", (3, 40), np.dtype(np.float16)),
+         ("normalize", (10,), np.dtype(np.float32)),
+         ("pick_one_hot", (3, 5, 12), np.dtype(np.float64))]   # (one row, its block's second group idle)
+
+#: cases whose operand holds NaN, +inf and -inf (a row each)
+NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
 
 
 def _operands(name, shape, dtype, rng):
@@ -77,8 +115,13 @@ def _operands(name, shape, dtype, rng):
         x = rng.integers(-5, 6, size=shape).astype(dtype)
     else:
         x = np.round(rng.standard_normal(shape), 2).astype(dtype)
+    if (name, shape) in NONFINITE:
+        rows = x.reshape(-1, shape[-1])
+        rows[0, 1], rows[1, 0], rows[2, 2] = np.nan, np.inf, -np.inf
     if name == "layer_norm_flat":
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
+    if name.endswith("_one_hot"):
+        return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
     if name in ("grad_layer_norm", "grad_log_softmax"):
         return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
     return [x]
@@ -123,6 +166,15 @@ def test_the_fusion_rule():
     assert not _row_local(_units(lambda x: plax.nn.softmax(x, axis=0), [x])[1])
     # rows of one element: the reduction is a reshape (no reduction left to fuse)
     assert not _row_local(_units(progs["softmax"], [np.ones((4, 1), np.float32)])[1])
+    # one_hot's iota joins the cross-entropy's group, and under grad so does the one_hot
+    # half of the gradient (row-local work on the same rows that does not read the group)
+    labels = np.arange(4, dtype=np.int32)
+    units = _units(progs["xent_one_hot"], [x, labels])[1]
+    assert [bool(u.row_axes) for u in units] == [True, False]
+    assert "iota" in [e.primitive.name for e in units[0].eqns]
+    for name in ("grad_xent_one_hot", "pick_one_hot"):
+        (c,) = _units(progs[name], [x, labels])[1]
+        assert c.row_axes == 1 and "iota" in [e.primitive.name for e in c.eqns], name
     # work on the results alone stays an epilogue (no row re-read)
     (c,) = _units(lambda x: jnp.sum(x, -1) * 2.0, [x])[1]
     assert c.epilogue and not c.row_axes
@@ -139,6 +191,39 @@ def test_the_fusion_rule():
     for emitter in emitters:
         assert emitter.fusion_options().row_local == 0
         assert not _row_local(fusion_units(j, emitter))
+
+
+@cpu_side
+def test_short_rows_share_warps_and_rows_stay_in_registers():
+    from plax_cupy.codegen_rows_local import ROW_REGISTER_ELEMENTS, plan_rows
+    progs = _programs()
+
+    def plan(name, shape, dtype=np.float32):
+        (c,) = _row_local(_units(progs[name], [np.ones(shape, dtype)])[1])
+        return plan_rows(c)
+
+    def body(p):   # (the kernel, without the macros that name the shuffle)
+        return p.source[p.source.index('void plax_rows('):]
+
+    # rows of 10: lane groups of 16, 16 rows a block of 256, shuffles and no shared memory
+    p = plan("softmax", (64, 10))
+    assert (p.lanes, p.rows_per_block, p.threads) == (16, 16, 256)
+    assert "PLAX_ROWS_XOR(" in body(p) and "__shared__" not in body(p)
+    assert (plan("softmax", (3, 2)).lanes, plan("layer_norm", (2, 17)).lanes) == (2, 32)
+    # rows of 33: a block a row, the tree in shared memory
+    p = plan("softmax", (2, 33))
+    assert (p.lanes, p.rows_per_block) == (64, 1) and "__shared__" in body(p)
+    # softmax over rows up to the register bound reads x once and keeps exp(x - max) for
+    # the division; one past it re-reads x in each of its three phases
+    bound = 256 * ROW_REGISTER_ELEMENTS
+    for row, held, loads in [(40, 2, 1), (bound, 2, 1), (bound + 1, 0, 3)]:
+        p = plan("softmax", (2, row))
+        x = p.inputs[-1].name
+        assert (p.held, body(p).count(f"{x}[i]")) == (held, loads), (row, p.held)
+        assert body(p).count("expf(") == (1 if held else 2)
+    # float64 rows at the bound: x and exp(x - max) are 4 words an element, the budget
+    p = plan("softmax", (2, bound), np.float64)
+    assert p.held == 2 and p.per_thread == ROW_REGISTER_ELEMENTS
 
 
 def _plans():
@@ -159,10 +244,25 @@ def _plans():
     return out
 
 
-def _source(plans) -> str:
+#: the host's stand-in for a warp's lane exchange: the block's threads (std::threads) meet at
+#: the block barrier (every thread of a block shuffles together: the kernels' row loop is
+#: uniform over the block)
+_HOST_SHUFFLE = r"""
+template <typename V> static V __shfl_xor_sync(unsigned int, V value, int lane_mask) {
+  static V lanes[1024];
+  lanes[threadIdx.x] = value;
+  __syncthreads();
+  const V got = lanes[threadIdx.x ^ lane_mask];
+  __syncthreads();
+  return got;
+}
+"""
+
+
+def _source(plans, host: bool = False) -> str:
     """One translation unit holding every plan's kernel (each named ``plax_rows_k<i>``), the
-    device kernels kept in the host build."""
-    parts = [codegen.PREAMBLE]
+    device kernels kept in the host build (``host``: with the lane exchange's stand-in)."""
+    parts = [codegen.PREAMBLE] + ([_HOST_SHUFFLE] if host else [])
     for i, plan in enumerate(plans):
         assert plan.source.startswith(codegen.PREAMBLE)
         parts.append(plan.source[len(codegen.PREAMBLE):].replace("plax_rows(", f"plax_rows_k{i}("))
@@ -173,7 +273,8 @@ def _close(got, want, dtype) -> bool:
     if dtype.kind in "iu":
         return np.array_equal(got, want)
     tol = {np.dtype(np.float16): 4e-3, BF16: 2e-2, np.dtype(np.float64): 1e-12}.get(dtype, 1e-5)
-    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+    return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
+                       equal_nan=True)
 
 
 @cpu_side
@@ -181,7 +282,7 @@ def _close(got, want, dtype) -> bool:
 def test_values_match_numpy_with_a_block_of_threads(tmp_path):
     import plax
     plans = _plans()
-    source = _source([plan for _, plan, _, _, _ in plans])
+    source = _source([plan for _, plan, _, _, _ in plans], host=True)
     source = source.replace('#ifndef PLAX_HOST\nextern "C" __global__ void plax_rows',
                             '#if 1\nextern "C" __global__ void plax_rows')
     run = _kernels(tmp_path, source, preamble=False)
@@ -216,6 +317,9 @@ def test_rows_kernels_compile_with_nvrtc_without_warnings():
     plans = [plan for _, plan, _, _, _ in _plans()]
     ptx = nvrtc.compile_ptx(_source(plans), "rows_local.cu")   # (a warning is an error)
     assert ptx.count(".entry plax_rows") == len(plans)
+    # the held row values are registers (constant indices after unrolling: no local memory),
+    # and the lane groups' reductions are butterfly shuffles
+    assert ".local" not in ptx and "shfl.sync.bfly" in ptx
 
 
 # ---------------------------------------------------------------- on the simulated GPU
@@ -223,7 +327,7 @@ def test_rows_kernels_compile_with_nvrtc_without_warnings():
 @pytest.mark.skipif(SIMULATED or shutil.which("g++") is None,
                     reason="already on the simulated GPU, or no C++ compiler (g++) for it")
 def test_on_the_simulated_gpu():
-    run_file_on_simulated_gpu(__file__, skipped=4)   # (this one and the CPU-side tests skip there)
+    run_file_on_simulated_gpu(__file__, skipped=5)   # (this one and the CPU-side tests skip there)
 
 
 @on_simulated_gpu
@@ -234,12 +338,16 @@ def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
     rng = np.random.default_rng(3)
     x = np.round(rng.standard_normal((6, 40)), 2).astype(np.float32)
     past = np.round(rng.standard_normal((2, codegen.ROW_LOCAL_MAX_ELEMENTS + 1)), 2).astype(np.float32)
-    for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4)]:
+    short = np.round(rng.standard_normal((2, 3, 10)), 2).astype(np.float32)  # (lane groups)
+    labels = rng.integers(0, 40, size=6).astype(np.int32)
+    for name, operand, most in [("softmax", x, 1), ("layer_norm", x, 1), ("softmax", past, 4),
+                                ("softmax", short, 1), ("grad_xent_one_hot", (x, labels), 1)]:
+        operands = operand if isinstance(operand, tuple) else (operand,)
         f = plax.jit(progs[name])
-        launches, got = _launches(f, _put(operand))
-        want = plax.jit(progs[name], backend="numpy")(operand)
+        launches, got = _launches(f, *[_put(a) for a in operands])
+        want = plax.jit(progs[name], backend="numpy")(*operands)
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-6, err_msg=name)
-        assert launches == most if most == 1 else launches > 1, (name, operand.shape, launches)
+        assert launches == most if most == 1 else launches > 1, (name, operands[0].shape, launches)
     # with CUDA graphs on: captured and replayed (each new graph's first replays checked
     # against a plain run), one launch a call, the same values
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "1")

@@ -111,10 +111,13 @@ a reduction of the same rows; a ``broadcast_in_dim`` of a kept-shaped or rank-0 
 rows, or of a value from outside the group read through its index map; a
 ``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
-first unit, except a scalar producer (``-inf`` converted for a max), which moves into the
-group with its reader; a scalar producer before it that only the group reads joins too. The
-group is formed only where some row-shaped value reads a reduction's result (else the
-epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
+first unit, except what moves into the group with its reader (``_early_units``): a scalar
+producer (``-inf`` converted for a max), an ``iota`` (``one_hot``'s class indices, read
+through a broadcast: a generator computes it from the index) and a unit of row-local work on
+the same rows that does not read the group (``grad``'s ``one_hot`` half of a cross-entropy),
+and in turn what they read; a scalar producer or ``iota`` before it that only the group reads
+joins too. The group is formed only where some row-shaped value reads a reduction's result
+(else the epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
 :attr:`Cluster.row_axes` the row's axis count: a generator computes it a row at a time in
 phases (reduce the row, then compute on it again with the result, ...): softmax, log-softmax,
 layer norm and their gradients in one kernel. Moving the group to its first unit's place is
@@ -1019,6 +1022,47 @@ def _fold_epilogues(jaxpr: Jaxpr, units: list, options: FusionOptions) -> list:
 ROW_LOCAL_IDENTITIES = ("stop_gradient",)
 
 
+def _index_producer(unit) -> list | None:
+    """``[unit]`` if it is a lone ``iota`` (``one_hot``'s class indices: values of the index
+    alone, which a row-local cluster computes per element where a broadcast reads them),
+    else None."""
+    if isinstance(unit, Cluster) or unit.primitive.name != "iota" or \
+            unit.params.get("sharding") is not None:
+        return None
+    return [unit]
+
+
+def _early_units(units: list, producer: dict, reads: list, start: int, made: set, shape: tuple,
+                 m: int) -> set | None:
+    """The units at or after ``start`` (a row-local group's first unit) computing what
+    ``reads`` (values a unit joining the group reads) needs, which may move to ``start`` with
+    it: scalar producers (``-inf`` converted for a max), iotas (``one_hot``'s class
+    indices) and units of row-local work on the same rows that do not read the group (the
+    ``one_hot`` half of a cross-entropy's gradient), and in turn what they read; None where
+    one cannot move. ``made``: the values the group makes (ids)."""
+    stack = [producer[id(v)] for v in reads if producer.get(id(v), -1) >= start]
+    found: set = set()
+    while stack:
+        p = stack.pop()
+        if p in found:
+            continue
+        unit = units[p]
+        if unit is None or p == start:
+            return None
+        found.add(p)
+        eqns = _unit_eqns(unit)
+        own = {id(v) for e in eqns for v in e.outvars}
+        if _scalar_producer(unit) is None and _index_producer(unit) is None:
+            if isinstance(unit, Cluster) and (unit.parts is not None or unit.epilogue or
+                                              unit.row_axes):
+                return None
+            if not all(_row_local_eqn(e, shape, m, lambda v: id(v) not in own) for e in eqns):
+                return None
+        stack += [producer[id(v)] for e in eqns for v in e.invars if isinstance(v, Var)
+                  and id(v) not in own and id(v) not in made and producer.get(id(v), -1) >= start]
+    return found
+
+
 def _row_geometry(unit, max_row: int) -> tuple | None:
     """``(shape, row_axes)`` where ``unit`` (a plain cluster or a lone equation) may start a
     row-local cluster: it has ``REDUCTION`` equations, all over the same trailing axes of
@@ -1109,44 +1153,46 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         if not all(_row_local_eqn(e, shape, m, outside) for e in own):
             continue
         merged = [i]
+        indices: set = set()   # (the values of iotas taken in: read through their index map)
         todo = sorted({k for v in made for k in readers.get(v, ()) if k > i})
         seen = set(todo)
         while todo:   # (in program order: a unit's readers all come after it)
             k = heapq.heappop(todo)
             cand = units[k]
-            if cand is None or (isinstance(cand, Cluster) and (
+            if cand is None or k in merged or (isinstance(cand, Cluster) and (
                     cand.parts is not None or cand.epilogue or cand.row_axes)):
                 continue
             theirs = _unit_eqns(cand)
             new = {id(v) for e in theirs for v in e.outvars}
             reads = [v for e in theirs for v in e.invars
                      if isinstance(v, Var) and id(v) not in new and id(v) not in made]
-            # (a scalar producer placed after the start, -inf converted for a max, moves to
-            # it with its reader: its operands are there already)
-            early = {producer[id(v)] for v in reads if producer.get(id(v), -1) >= i}
-            if any(units[p] is None or _scalar_producer(units[p]) is None or any(
-                    producer.get(id(v), -1) >= i for e in _unit_eqns(units[p]) for v in e.invars
-                    if isinstance(v, Var)) for p in early) or not all(
-                    _row_local_eqn(e, shape, m, lambda v: id(v) not in made and id(v) not in new)
-                    for e in theirs):
+            early = _early_units(units, producer, reads, i, made, shape, m)
+            if early is None:
                 continue
-            for p in sorted(early):
-                merged.append(p)
-                made |= {id(v) for e in _unit_eqns(units[p]) for v in e.outvars}
+            inside = made | {id(v) for p in early for e in _unit_eqns(units[p]) for v in e.outvars}
+            indices |= {id(v) for p in early if _index_producer(units[p]) for v in units[p].outvars}
+            if not all(_row_local_eqn(e, shape, m, lambda v: (id(v) not in inside or
+                                                             id(v) in indices) and id(v) not in new)
+                       for e in theirs):
+                continue
+            merged.extend(sorted(early))
+            made = inside
             merged.append(k)
             made |= new
             for r in {r for v in new for r in readers.get(v, ()) if r > k} - seen:
                 seen.add(r)
                 heapq.heappush(todo, r)
         # (a scalar producer before the start read by the group alone, -inf converted for a
-        # max, moves later into it: the group computes it per row from its operands)
+        # max, or an iota, moves later into it: the group computes it per row from its
+        # operands, or per element from its index)
         grown = True
         while grown and len(merged) > 1:
             grown = False
             reads = {producer.get(id(v), -1) for k in merged for e in _unit_eqns(units[k])
                      for v in e.invars if isinstance(v, Var) and id(v) not in made}
             for p in sorted(r for r in reads if r >= 0 and r not in merged):
-                theirs = _scalar_producer(units[p]) if units[p] is not None else None
+                theirs = None if units[p] is None else \
+                    _scalar_producer(units[p]) or _index_producer(units[p])
                 new = {id(v) for e in theirs or () for v in e.outvars}
                 if theirs and not new & outputs and all(
                         readers.get(v, set()) <= set(merged) for v in new):
