@@ -237,8 +237,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     # the geometry: several rows a warp (a lane group each, shuffles) or a block a row
     packed = row <= 32 and all(red.acc_ctype in SHUFFLE_CTYPES for _, red in reductions)
     lanes = row_lanes(row) if packed else row_threads(row)
-    threads = min(codegen.BLOCK, max(32, 1 << (max(n_rows * lanes, 1) - 1).bit_length())) \
-        if packed else lanes
+    threads = row_threads(n_rows * lanes) if packed else lanes   # (whole warps, up to a block)
     per_block = threads // lanes
     per_thread = -(-row // lanes)
     holds = per_thread <= ROW_REGISTER_ELEMENTS

@@ -175,6 +175,15 @@ def test_the_fusion_rule():
     for name in ("grad_xent_one_hot", "pick_one_hot"):
         (c,) = _units(progs[name], [x, labels])[1]
         assert c.row_axes == 1 and "iota" in [e.primitive.name for e in c.eqns], name
+
+    def softmax_plus_iota(x):   # (the iota, after the start, returned too: it stays out, and
+        s = plax.nn.softmax(x, axis=-1)   # softmax's group stands)
+        r = plax.lax.iota(np.float32, x.shape[-1])
+        return s + r, r
+    (c,) = _row_local(_units(softmax_plus_iota, [x])[1])
+    assert "iota" not in [e.primitive.name for e in c.eqns]
+    from plax_cupy.codegen_rows_local import plan_rows
+    plan_rows(c)   # (not declined)
     # work on the results alone stays an epilogue (no row re-read)
     (c,) = _units(lambda x: jnp.sum(x, -1) * 2.0, [x])[1]
     assert c.epilogue and not c.row_axes

@@ -112,10 +112,10 @@ rows, or of a value from outside the group read through its index map; a
 ``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
 first unit, except what moves into the group with its reader (``_early_units``): a scalar
-producer (``-inf`` converted for a max), an ``iota`` (``one_hot``'s class indices, read
-through a broadcast: a generator computes it from the index) and a unit of row-local work on
-the same rows that does not read the group (``grad``'s ``one_hot`` half of a cross-entropy),
-and in turn what they read; a scalar producer or ``iota`` before it that only the group reads
+producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
+class indices, read through a broadcast: a generator computes it from the index) and a unit
+of row-local work on the same rows that does not read the group (``grad``'s ``one_hot`` half
+of a cross-entropy), and in turn what they read; a scalar producer or ``iota`` before it that only the group reads
 joins too. The group is formed only where some row-shaped value reads a reduction's result
 (else the epilogue rule covers it) and becomes one :class:`Cluster` over the rows' shape, its
 :attr:`Cluster.row_axes` the row's axis count: a generator computes it a row at a time in
@@ -1168,6 +1168,12 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                      if isinstance(v, Var) and id(v) not in new and id(v) not in made]
             early = _early_units(units, producer, reads, i, made, shape, m)
             if early is None:
+                continue
+            # (an iota moves in only where the group alone reads it, as before the start: its
+            # values cannot leave a row-local cluster, which a generator would decline whole)
+            taking = set(merged) | early | {k}
+            if any(id(v) in outputs or readers.get(id(v), set()) - taking
+                   for p in early if _index_producer(units[p]) for v in units[p].outvars):
                 continue
             inside = made | {id(v) for p in early for e in _unit_eqns(units[p]) for v in e.outvars}
             indices |= {id(v) for p in early if _index_producer(units[p]) for v in units[p].outvars}
