@@ -415,7 +415,10 @@ def prestart() -> None:
     thread of its own: starting a process waits for its fork and exec (~1 ms of CPU, but
     0.05-0.1 s of wall time on a loaded host), which the program's thread, lowering its
     first program, then does not wait for. A start that fails there is retried, and
-    reported, by the first job submitted (:meth:`_Pool.dispatch`)."""
+    reported, by the first job submitted (:meth:`_Pool.dispatch`). Nothing to do (no thread
+    made) while a worker is running: every tiered program's lowering calls this."""
+    if any(w.alive for w in _pool.workers):   # (a racy read: at worst one thread too many)
+        return
     threading.Thread(target=_prestart_quietly, daemon=True,
                      name="plax-numba-worker-start").start()
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -638,3 +639,18 @@ def test_a_kernel_the_cache_keeps_missing_falls_back_with_one_warning(tiered_fre
     assert cache.load_stats["compiled here"] == stats["compiled here"]
     for out in outs:
         np.testing.assert_allclose(out, want, rtol=2e-6)
+
+
+def test_prestart_makes_no_thread_while_a_worker_runs(tiered_fresh, monkeypatch):
+    """Every tiered program's lowering calls ``compile_worker.prestart``: with a worker
+    running it returns at once rather than starting a thread that finds nothing to do."""
+    from plax_numba import compile_worker
+    assert compile_worker.submit(os.getpid).result(timeout=300) in compile_worker.worker_pids()
+    made = []
+    monkeypatch.setattr(compile_worker, "_prestart_quietly", lambda: made.append(1))
+    for _ in range(3):
+        compile_worker.prestart()
+    for thread in threading.enumerate():   # (a start thread, had one been made, has run)
+        if thread.name == "plax-numba-worker-start":
+            thread.join(timeout=60)
+    assert made == []
