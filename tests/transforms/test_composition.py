@@ -428,6 +428,12 @@ MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
 # ``grad(grad(f))``).
 _REFERENCES: dict = {}
 _EAGER: dict = {}
+# The staged form of a composition is the same jaxpr on every backend but for the name in its
+# jit equations' ``backend`` parameter (tracing happens before a backend is involved), so it is
+# staged and type-checked once per case and composition in a process, by the first backend to
+# get there: the check (check_jaxpr prints every equation it visits) and the second tracing
+# were ~a third of the matrix's time, and repeating them per backend checked nothing new.
+_TYPE_CHECKED: set = set()
 
 
 def _reference(case: str, composition: tuple, x):
@@ -448,7 +454,9 @@ def test_composition_matches_reference(case, composition, backend_name):
     transformed = _compose(composition, fun, lambda n, g: _plax_transform(n, g, backend_name))
     x32 = tree_util.tree_map(lambda a: jnp.asarray(a.astype(np.float32)), x)
     got = transformed(x32)
-    plax.core.check_jaxpr(plax.make_jaxpr(transformed)(x32))  # the staged form is well typed
+    if (case, composition) not in _TYPE_CHECKED:  # the staged form is well typed
+        plax.core.check_jaxpr(plax.make_jaxpr(transformed)(x32))
+        _TYPE_CHECKED.add((case, composition))
     want = _reference(case, composition, x)
     got_leaves, got_tree = tree_util.tree_flatten(got)
     want_leaves, want_tree = tree_util.tree_flatten(want)
