@@ -447,7 +447,6 @@ def _reference(case: str, composition: tuple, x):
     return want
 
 
-@pytest.mark.parametrize("case,composition", MATRIX)
 def test_composition_matches_reference(case, composition, backend_name):
     fun = CASES[case][0]
     x = _make_input(case, _batch_shape(composition))
@@ -492,6 +491,14 @@ COMPILED_MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
 
 
 def pytest_generate_tests(metafunc):
+    # The matrix is parametrized here rather than by a decorator: this hook runs before
+    # tests/conftest.py's, which adds ``backend_name``, so a case and composition is the outer
+    # loop and its backends follow each other in the collection order. pytest-xdist hands out
+    # consecutive tests, so the backends of one entry run in one process, reusing its
+    # reference values (_REFERENCES) and its type check (_TYPE_CHECKED); with the backend
+    # outermost, half the matrix ran where neither was computed yet.
+    if metafunc.function.__name__ == "test_composition_matches_reference":
+        metafunc.parametrize("case,composition", MATRIX)
     if "compiling_backend" in metafunc.fixturenames:
         from plax import plugins
         from plax.testing.conformance.plugin import selected_backends
