@@ -2,9 +2,9 @@
 
 A user who has installed another backend (a second, faster CPU backend, or one for an
 accelerator) must still be able to run the README's test command. This test pip-installs
-the toy backend (tests/plugin_packages/plax_toybackend) into a temporary directory, as
-a user's ``pip install`` would (offline: no index, no build isolation, setuptools is a dev
-dependency), and runs tests/test_devices.py, tests/test_plugins.py and tests/test_examples.py
+the toy backend (tests/plugin_packages/plax_toybackend) into a directory once per session
+(tests/toy_backend_site.py), as a user's ``pip install`` would (offline: no index, no build
+isolation, setuptools is a dev dependency), and runs tests/test_devices.py, tests/test_plugins.py and tests/test_examples.py
 in a fresh pytest with that directory on PYTHONPATH, once per kind of backend:
 
 * ``cpu``: the toy backend registers the CPU platform with a priority above NumPy's, so it
@@ -17,7 +17,6 @@ Select these tests with ``-k installed_backend``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,22 +24,17 @@ from pathlib import Path
 import pytest
 
 from subprocess_util import PYCACHE, REPO
+from toy_backend_site import toy_backend_site
 
-TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
 SUITE = ["tests/test_devices.py", "tests/test_plugins.py", "tests/test_examples.py"]
 
 
 @pytest.fixture(scope="module")
-def installed_toy(tmp_path_factory) -> Path:
-    """A site directory where pip installed plax-toybackend (with its dist-info and entry point)."""
-    target = tmp_path_factory.mktemp("installed_toy")
-    source = tmp_path_factory.mktemp("installed_toy_src") / "plax_toybackend"
-    shutil.copytree(TOY_PACKAGE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "--quiet", "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
+def installed_toy() -> Path:
+    """A site directory where pip installed plax-toybackend (with its dist-info and entry point):
+    built once per test session, shared with tests/test_plugins.py (here and in the child
+    sessions, which inherit the session's cache directory)."""
+    target = toy_backend_site()
     assert list(target.glob("plax_toybackend-*.dist-info/entry_points.txt"))
     return target
 

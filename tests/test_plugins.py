@@ -13,7 +13,6 @@ tests/test_installed_backend.py runs them with the toy backend installed as well
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -30,8 +29,8 @@ from plax.backend import Backend
 from plax.plugins import PlaxPluginWarning, hookimpl
 
 from subprocess_util import REPO, last_json, run_python
+from toy_backend_site import TOY_PACKAGE, toy_backend_site
 
-TOY_PACKAGE = REPO / "tests" / "plugin_packages" / "plax_toybackend"
 # the toy backend as these tests expect it: its own platform "toy", whatever the environment says
 TOY_ENV = {"PLAX_TOY_PLATFORM": "toy", "PLAX_TOY_PRIORITY": None}
 
@@ -43,18 +42,10 @@ def no_other_accelerator() -> bool:
 
 
 @pytest.fixture(scope="session")
-def toy_site(tmp_path_factory) -> Path:
-    """A directory where pip installed plax-toybackend (built once per test session)."""
-    target = tmp_path_factory.mktemp("toy_site")
-    # build from a private copy: setuptools writes build files next to the sources, and
-    # parallel test workers would otherwise race on them
-    source = tmp_path_factory.mktemp("toy_src") / "plax_toybackend"
-    shutil.copytree(TOY_PACKAGE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "--quiet", "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"pip install failed:\n{proc.stdout}\n{proc.stderr}"
+def toy_site() -> Path:
+    """A directory where pip installed plax-toybackend (built once per test session, shared
+    with tests/test_installed_backend.py and its child sessions)."""
+    target = toy_backend_site()
     assert (target / "plax_toybackend" / "backend.py").exists()
     return target
 

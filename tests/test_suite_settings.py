@@ -38,7 +38,7 @@ def test_tiering_kept_for_tests_of_compiled_kernels(request):
     # the composition matrix's functions are called once: the reference path, no compiling
     off = [("lax/test_control_flow.py", "test_x"), ("test_array.py", "test_x"),
            ("numpy/test_jnp_ufuncs.py", "test_x"),
-           ("transforms/test_composition.py", "test_composition_matches_reference[numba-cond-jit]")]
+           ("transforms/test_composition.py", "test_composition_matches_reference[cond-jit-numba]")]
     for path, name in off:
         assert not conftest.tiering_wanted(os.path.join(tests, path), name), path
 
@@ -53,3 +53,20 @@ def test_slow_tests_are_collected_first(request):
     items = request.session.items
     ranks = [conftest.slow_first_rank(item.nodeid) for item in items]
     assert ranks == sorted(ranks)
+
+
+def test_composition_matrix_runs_an_entry_on_every_backend_in_a_row(request):
+    """tests/transforms/test_composition.py's matrix is collected entry by entry, each entry's
+    backends one after another (pytest-xdist then runs them in one process, which reuses the
+    entry's reference values and type check)."""
+    items = [item for item in request.session.items
+             if item.originalname == "test_composition_matches_reference"]
+    if not items:
+        pytest.skip("the composition matrix is not collected in this session")
+    entries = [(item.callspec.params["case"], item.callspec.params["composition"])
+               for item in items]
+    runs = [entries[0]] + [b for a, b in zip(entries, entries[1:]) if a != b]
+    assert len(runs) == len(set(runs)), "an entry's backends are not collected side by side"
+    backends = len({item.callspec.params["backend_name"] for item in items})
+    assert len(items) == len(runs) * backends
+

@@ -428,6 +428,12 @@ MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
 # ``grad(grad(f))``).
 _REFERENCES: dict = {}
 _EAGER: dict = {}
+# The staged form of a composition is the same jaxpr on every backend but for the name in its
+# jit equations' ``backend`` parameter (tracing happens before a backend is involved), so it is
+# staged and type-checked once per case and composition in a process, by the first backend to
+# get there: the check (check_jaxpr prints every equation it visits) and the second tracing
+# were ~a third of the matrix's time, and repeating them per backend checked nothing new.
+_TYPE_CHECKED: set = set()
 
 
 def _reference(case: str, composition: tuple, x):
@@ -441,14 +447,15 @@ def _reference(case: str, composition: tuple, x):
     return want
 
 
-@pytest.mark.parametrize("case,composition", MATRIX)
 def test_composition_matches_reference(case, composition, backend_name):
     fun = CASES[case][0]
     x = _make_input(case, _batch_shape(composition))
     transformed = _compose(composition, fun, lambda n, g: _plax_transform(n, g, backend_name))
     x32 = tree_util.tree_map(lambda a: jnp.asarray(a.astype(np.float32)), x)
     got = transformed(x32)
-    plax.core.check_jaxpr(plax.make_jaxpr(transformed)(x32))  # the staged form is well typed
+    if (case, composition) not in _TYPE_CHECKED:  # the staged form is well typed
+        plax.core.check_jaxpr(plax.make_jaxpr(transformed)(x32))
+        _TYPE_CHECKED.add((case, composition))
     want = _reference(case, composition, x)
     got_leaves, got_tree = tree_util.tree_flatten(got)
     want_leaves, want_tree = tree_util.tree_flatten(want)
@@ -484,6 +491,14 @@ COMPILED_MATRIX = [pytest.param(case, comp, id=f"{case}-{'-'.join(comp)}")
 
 
 def pytest_generate_tests(metafunc):
+    # The matrix is parametrized here rather than by a decorator: this hook runs before
+    # tests/conftest.py's, which adds ``backend_name``, so a case and composition is the outer
+    # loop and its backends follow each other in the collection order. pytest-xdist hands out
+    # consecutive tests, so the backends of one entry run in one process, reusing its
+    # reference values (_REFERENCES) and its type check (_TYPE_CHECKED); with the backend
+    # outermost, half the matrix ran where neither was computed yet.
+    if metafunc.function.__name__ == "test_composition_matches_reference":
+        metafunc.parametrize("case,composition", MATRIX)
     if "compiling_backend" in metafunc.fixturenames:
         from plax import plugins
         from plax.testing.conformance.plugin import selected_backends
