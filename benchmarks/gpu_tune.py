@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import time
 
 import numpy as np
 
@@ -34,8 +36,138 @@ os.environ["PLAX_CUDA_GRAPHS"] = "0"  # (read when a program compiles)
 import simulated_gpu  # noqa: E402  (this folder is on sys.path when run as a script)
 from gpu import _blocking, _gpu_or_none, _time  # noqa: E402
 
+#: row lengths of the ``rows`` table: both sides of every bound of the row-local kernels (lane
+#: groups up to 32, registers up to 8 elements a thread of 256: 2048, the cap 8192)
+ROW_LENGTHS = (10, 16, 32, 33, 128, 1000, 2048, 2049, 4096, 8192, 8193, 16384)
+#: bytes a case of the ``rows`` table moves (its input read and its output written once): big
+#: enough that a call's GPU time (~75 us at an H200's ~3.4 TB/s) exceeds plax's ~30 us of
+#: host work a call, so the pipelined calls time the kernels rather than the host
+ROWS_BYTES = 1 << 28
+#: most rows of a case (rows of 10: 3.3M rows at ROWS_BYTES)
+ROWS_MAX = 1 << 22
+#: the variants of the ``rows`` table and the settings that make them (``codegen`` and
+#: ``codegen_rows_local`` constants, read when a program is lowered)
+ROW_VARIANTS = {"held": dict(ROW_LOCAL_MAX_ELEMENTS=1 << 40, ROW_REGISTER_ELEMENTS=1 << 40),
+                "re-read": dict(ROW_LOCAL_MAX_ELEMENTS=1 << 40, ROW_REGISTER_ELEMENTS=0),
+                "split": dict(ROW_LOCAL_MAX_ELEMENTS=0)}
 
-def conv_table(repeat: int, small: bool) -> None:
+
+def row_programs(module) -> dict:
+    """``{name: make}``: softmax and layer norm written against ``module`` (plax or jax), each
+    ``make()`` a new function object (so that ``jit`` compiles it anew: a program keeps the
+    fusion it was lowered with)."""
+    jnp = module.numpy
+
+    def layer_norm(x):
+        mean = jnp.mean(x, -1, keepdims=True)
+        return (x - mean) / jnp.sqrt(jnp.mean((x - mean) ** 2, -1, keepdims=True) + 1e-5)
+
+    return {"softmax": lambda: lambda x: module.nn.softmax(x, axis=-1),
+            "layer_norm": lambda: lambda x: layer_norm(x)}
+
+
+def _pipelined(fn, block, repeat: int, budget: float) -> float:
+    """Median seconds per call of ``fn`` called back to back, waiting (``block``) only for the
+    last result of each sample: a call's cost is the larger of its host work and its GPU time
+    (the GPU's when the host keeps ahead, as ``ROWS_BYTES`` is sized for)."""
+    import time
+    block(fn())
+    t0 = time.perf_counter()
+    block(fn())
+    calls = max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = fn()
+        block(out)
+        del out
+        samples.append((time.perf_counter() - t0) / calls)
+    return sorted(samples)[len(samples) // 2]
+
+
+def _with_settings(settings: dict, build):
+    """``build()`` with the ``ROW_VARIANTS`` ``settings`` in force, restored after."""
+    from plax_cupy import codegen, codegen_rows_local
+    homes = {"ROW_LOCAL_MAX_ELEMENTS": codegen, "ROW_REGISTER_ELEMENTS": codegen_rows_local}
+    saved = {k: getattr(homes[k], k) for k in homes}
+    for k, v in settings.items():
+        setattr(homes[k], k, v)
+    try:
+        return build()
+    finally:
+        for k, v in saved.items():
+            setattr(homes[k], k, v)
+
+
+def rows_table(repeat: int, small: bool, budget: float) -> None:
+    """Row-local kernels (registers held, rows re-read) against split reductions, and JAX."""
+    import ml_dtypes
+    import plax
+    import plax_cupy
+    from gpu import _TopPrograms, _cupy_backend, copy_rate, jax_lib
+    from plax_cupy import codegen, codegen_rows_local
+    backend = _cupy_backend()
+    gpu = backend.devices()[0]
+    jax_l, jax_note = (None, "simulated GPU") if small else jax_lib()
+    plax_fns = row_programs(plax)
+    jax_fns = row_programs(__import__("jax")) if jax_l else {}
+    moved = (1 << 16) if small else ROWS_BYTES
+    copy_gbs = copy_rate(moved, repeat, budget)
+    cap, regs = codegen.ROW_LOCAL_MAX_ELEMENTS, codegen_rows_local.ROW_REGISTER_ELEMENTS
+    print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 1e6:g} MB moved a case; us per "
+          f"call (pipelined); now ROW_LOCAL_MAX_ELEMENTS {cap}, ROW_REGISTER_ELEMENTS {regs}, "
+          f"ROW_REGISTER_WORDS {codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy "
+          f"{copy_gbs:.0f} GB/s{'' if jax_l else f'; no JAX ({jax_note})'}")
+    print(f"{'program':10s} {'dtype':8s} {'rows':>8s} {'row':>6s} {'held':>9s} {'re-read':>9s} "
+          f"{'split':>9s} {'jax':>9s} {'launches':>8s} {'kept':>4s} {'GB/s now':>14s}  now")
+    cases = [("softmax", np.float32, 10), ("softmax", np.float32, 100)] if small else \
+        [(name, np.float32, n) for name in plax_fns for n in ROW_LENGTHS] + \
+        [("softmax", ml_dtypes.bfloat16, 1000)]
+    tile = np.random.default_rng(0).standard_normal(1 << 20).astype(np.float32)
+    for name, dtype, row in cases:
+        itemsize = np.dtype(dtype).itemsize
+        n_rows = max(1, min(ROWS_MAX, moved // (2 * itemsize * row)))
+        host = np.resize(tile, (n_rows, row)).astype(dtype)
+        x = plax.device_put(host, gpu)
+        times, launches, kept = {}, {}, {}
+        for variant, settings in ROW_VARIANTS.items():
+            def build():
+                with _TopPrograms(backend) as programs:
+                    f = plax.jit(plax_fns[name](), backend="cupy")
+                    f(x).block_until_ready()
+                with plax_cupy.count() as c:
+                    f(x).block_until_ready()
+                text = programs.made[0].as_text()
+                return f, c.launches, sum(int(h) for h in re.findall(r"(\d+) value\(s\) held", text))
+            f, launches[variant], kept[variant] = _with_settings(settings, build)
+            times[variant] = _pipelined(lambda: f(x), plax.block_until_ready, repeat, budget)
+        t_jax = None
+        if jax_l:
+            try:
+                xj, fj = jax_l.put(host), jax_l.jit(jax_fns[name]())
+                t_jax = _pipelined(lambda: fj(xj), jax_l.block, repeat, budget)
+            except Exception as err:  # noqa: BLE001 - the plax columns still report
+                print(f"  (jax failed: {type(err).__name__}: {str(err)[:100]})")
+        per_thread = 1 if row <= 32 else -(-row // codegen_rows_local.row_threads(row))
+        now = "split" if row > cap else "held" if per_thread <= regs else "re-read"
+        fastest = min(times, key=times.get)
+        verdict = "fastest" if fastest == now else \
+            f"{fastest} {times[now] / times[fastest]:.2f}x faster"
+        gbs = 2 * host.nbytes / times[now] / 1e9
+        jt = f"{t_jax * 1e6:9.1f}" if t_jax else f"{'-':>9s}"
+        print(f"{name:10s} {np.dtype(dtype).name:8s} {n_rows:8d} {row:6d} "
+              + " ".join(f"{times[v] * 1e6:9.1f}" for v in ROW_VARIANTS) + f" {jt} "
+              f"{'/'.join(str(launches[v]) for v in ROW_VARIANTS):>8s} "
+              f"{kept['held']:4d} {gbs:6.0f} ({100 * gbs / copy_gbs:3.0f}%)  {now}: {verdict}")
+        if small:   # (the switches change the plans: one kernel each, or the split plan's)
+            assert launches["held"] == launches["re-read"] == 1, launches
+            assert launches["split"] >= 3, launches
+            assert kept["held"] > 0 and kept["re-read"] == 0, kept
+        del x, host
+
+
+def conv_table(repeat: int, small: bool, budget: float) -> None:
     """Direct kernel against implicit GEMM over channels in and features out."""
     import ml_dtypes
     import plax
@@ -67,7 +199,7 @@ def conv_table(repeat: int, small: bool) -> None:
                     for k, v in values.items():
                         setattr(kc, k, v)
                     try:
-                        times[path] = _time(_blocking(f, (x, w)), repeat)
+                        times[path] = _time(_blocking(f, (x, w)), repeat, budget)
                     finally:
                         for k, v in saved.items():
                             setattr(kc, k, v)
@@ -80,7 +212,7 @@ def conv_table(repeat: int, small: bool) -> None:
                       f"{times['direct'] / times['gemm']:11.2f}  {now}")
 
 
-def reductions_table(repeat: int, small: bool) -> None:
+def reductions_table(repeat: int, small: bool, budget: float) -> None:
     """One block per output against outputs split over blocks, over (outputs, row length)."""
     import plax
     import plax.numpy as jnp
@@ -104,7 +236,7 @@ def reductions_table(repeat: int, small: bool) -> None:
             for label, items in (("one", 1 << 40), ("split", 1)):
                 codegen.ITEMS_PER_THREAD = items
                 try:
-                    times[label] = _time(_blocking(f, (x,)), repeat)
+                    times[label] = _time(_blocking(f, (x,)), repeat, budget)
                 finally:
                     codegen.ITEMS_PER_THREAD = saved
             bpo = codegen.reduction_launch(n_out, n_red, sm)[2]
@@ -114,14 +246,16 @@ def reductions_table(repeat: int, small: bool) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=("conv", "reductions"))
+    ap.add_argument("--only", choices=("rows", "conv", "reductions"))
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=0.1,
+                    help="seconds of calls a timed sample lasts (gpu_check.sh: 0.03)")
     ap.add_argument("--simulated", action="store_true",
                     help="two small shapes per table on tests/cupy's simulated GPU (CI: it runs)")
     opts = ap.parse_args(argv)
     if opts.simulated:
         simulated_gpu.install()
-        opts.repeat = 1
+        opts.repeat, opts.budget = 1, 0.0
     gpu, reason = _gpu_or_none()
     if gpu is None:
         print(f"benchmarks/gpu_tune.py: no GPU to measure on ({reason}); nothing to do.")
@@ -131,10 +265,12 @@ def main(argv=None) -> int:
         import plax_cupy.plugin
         plugins.register_plugin(plax_cupy.plugin, name="plax_cupy_tune")
     print(f"GPU: {gpu.name} (cuda:{gpu.id})")
+    if opts.only in (None, "rows"):
+        rows_table(opts.repeat, opts.simulated, opts.budget)
     if opts.only in (None, "conv"):
-        conv_table(opts.repeat, opts.simulated)
+        conv_table(opts.repeat, opts.simulated, opts.budget)
     if opts.only in (None, "reductions"):
-        reductions_table(opts.repeat, opts.simulated)
+        reductions_table(opts.repeat, opts.simulated, opts.budget)
     return 0
 
 
