@@ -115,7 +115,7 @@ def rows_table(repeat: int, small: bool, budget: float) -> None:
     moved = (1 << 16) if small else ROWS_BYTES
     copy_gbs = copy_rate(moved, repeat, budget)
     cap, regs = codegen.ROW_LOCAL_MAX_ELEMENTS, codegen_rows_local.ROW_REGISTER_ELEMENTS
-    print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 1e6:g} MB moved a case; us per "
+    print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 2 ** 20:g} MiB moved a case; us per "
           f"call (pipelined); now ROW_LOCAL_MAX_ELEMENTS {cap}, ROW_REGISTER_ELEMENTS {regs}, "
           f"ROW_REGISTER_WORDS {codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy "
           f"{copy_gbs:.0f} GB/s{'' if jax_l else f'; no JAX ({jax_note})'}")
