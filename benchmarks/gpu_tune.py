@@ -1,8 +1,32 @@
 """Times the CuPy backend's kernel choices on both sides of their thresholds, on a real GPU:
 the tables that docs/gpu.md ("Thresholds and how to tune them") tunes them from.
 
-    python benchmarks/gpu_tune.py [--only conv|reductions] [--repeat R] [--simulated]
+    python benchmarks/gpu_tune.py [--only rows|conv|reductions] [--repeat R] [--budget S]
+                                  [--simulated]
 
+* ``rows`` (first: the bounds least known): ``softmax`` and a layer norm (``mean``, ``mean`` of
+  the squared deviations, divided by ``sqrt(var + 1e-5)``) of float32 over rows of
+  :data:`ROW_LENGTHS` elements (both sides of each bound: lane groups up to 32, registers up to
+  2048 = 256 threads x ``ROW_REGISTER_ELEMENTS`` 8, the cap ``ROW_LOCAL_MAX_ELEMENTS`` 8192),
+  and softmax of bfloat16 over rows of 1000; as many rows as make a case move
+  :data:`ROWS_BYTES` (input read and output written once; at most :data:`ROWS_MAX` rows).
+  Microseconds per call of three plax plans (:data:`ROW_VARIANTS`, each compiled after its
+  switch): ``held``, the row-local kernel holding what fits ``ROW_REGISTER_WORDS`` in
+  registers at any elements a thread (``ROW_REGISTER_ELEMENTS`` unbounded: past 2048 it says
+  whether a higher bound pays); ``re-read``, the same with ``ROW_REGISTER_ELEMENTS = 0`` (each
+  phase re-reads its row); ``split``, the row-local fusion off (``ROW_LOCAL_MAX_ELEMENTS = 0``:
+  the separate reductions, epilogues and elementwise kernel); beside JAX's ``jax.nn.softmax``
+  and the same layer norm on the same GPU where JAX has one. Then the launches per call of each
+  plan, the values the ``held`` kernel keeps in registers, the largest difference of the
+  row-local results from the split plan's, the GB/s (bytes moved per second) of the plan the
+  current bounds pick and its share of the device-to-device copy rate (measured here as
+  ``gpu.py`` does), and that plan with whether it was the fastest (else which was, by how
+  much). ``ROW_LOCAL_MAX_ELEMENTS`` belongs where ``split`` starts to win,
+  ``ROW_REGISTER_ELEMENTS`` (and ``ROW_REGISTER_WORDS``) where ``held`` stops beating
+  ``re-read``; the lane groups (rows up to 32) are right if rows of 10-32 reach the copy rate's
+  share of rows of 128-1000. Calls are issued back to back, waiting for the last one only: a
+  call costs the larger of its host work (plax: ~30 us a launch issued from Python, graphs
+  off) and its GPU time, hence cases of ``ROWS_BYTES`` (~75 us at an H200's copy rate).
 * ``conv``: ``conv_general_dilated`` (NHWC/HWIO, 3x3, stride 1, SAME; float32 and bfloat16)
   over input channels (products per output: channels x 9) and output features: the direct
   kernel against the implicit GEMM of ``plax_cupy.kernels_convolution`` (its thresholds set to
@@ -17,9 +41,19 @@ the tables that docs/gpu.md ("Thresholds and how to tune them") tunes them from.
 
 Programs run with CUDA graphs off (``PLAX_CUDA_GRAPHS=0``: a replayed graph would keep the
 launch configuration it captured). Each cell is the median of ``--repeat`` runs of enough
-calls to last about 100 ms. Without a GPU the script says why and exits 0; ``--simulated``
-runs two small shapes of each table on tests/cupy's simulated GPU (the times mean nothing
-there: it checks that the script runs).
+calls to last ``--budget`` seconds (default 0.1). Without a GPU the script says why and exits
+0; ``--simulated`` runs two small shapes of each table on tests/cupy's simulated GPU (the times
+mean nothing there: it checks that the script runs, and that the ``rows`` switches change the
+plans: softmax one launch held and re-read, values held only in the first, 3+ launches split,
+the same results; ``tests/cupy/test_simulated_tune.py``).
+
+Cost on an H200 (an estimate: no GPU has run it yet), cold kernel cache (~50 ms an NVRTC
+compile), with ``--repeat 3 --budget 0.03`` as ``gpu_check.sh``'s 08-tune step runs it (its cap:
+60 s): ``rows`` ~30 s (25 cases of ~6 compiles, four timed columns of ~0.1 s, 128 MiB made on
+the host and uploaded, JAX's start and compiles); ``conv`` ~30 s (168 cells of a few compiles
+each); ``reductions`` ~10 s (19 cases, inputs of up to 2^26 float32 drawn on the host). So the
+step finishes ``rows`` and part of ``conv``; each row prints when done (a cut-off run keeps its
+rows). With the default ``--budget 0.1`` all three take ~2.5 minutes.
 """
 from __future__ import annotations
 
@@ -32,6 +66,7 @@ import time
 import numpy as np
 
 os.environ["PLAX_CUDA_GRAPHS"] = "0"  # (read when a program compiles)
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # (JAX beside plax's pool)
 
 import simulated_gpu  # noqa: E402  (this folder is on sys.path when run as a script)
 from gpu import _blocking, _gpu_or_none, _time  # noqa: E402
@@ -115,12 +150,13 @@ def rows_table(repeat: int, small: bool, budget: float) -> None:
     moved = (1 << 16) if small else ROWS_BYTES
     copy_gbs = copy_rate(moved, repeat, budget)
     cap, regs = codegen.ROW_LOCAL_MAX_ELEMENTS, codegen_rows_local.ROW_REGISTER_ELEMENTS
-    print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 2 ** 20:g} MiB moved a case; us per "
-          f"call (pipelined); now ROW_LOCAL_MAX_ELEMENTS {cap}, ROW_REGISTER_ELEMENTS {regs}, "
-          f"ROW_REGISTER_WORDS {codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy "
+    print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 2 ** 20:g} MiB moved a "
+          f"case; us per call (pipelined); now ROW_LOCAL_MAX_ELEMENTS {cap}, "
+          f"ROW_REGISTER_ELEMENTS {regs}, ROW_REGISTER_WORDS {codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy "
           f"{copy_gbs:.0f} GB/s{'' if jax_l else f'; no JAX ({jax_note})'}")
     print(f"{'program':10s} {'dtype':8s} {'rows':>8s} {'row':>6s} {'held':>9s} {'re-read':>9s} "
-          f"{'split':>9s} {'jax':>9s} {'launches':>8s} {'kept':>4s} {'GB/s now':>14s}  now")
+          f"{'split':>9s} {'jax':>9s} {'launches':>8s} {'kept':>4s} {'diff':>8s} "
+          f"{'GB/s now':>14s}  now")
     cases = [("softmax", np.float32, 10), ("softmax", np.float32, 100)] if small else \
         [(name, np.float32, n) for name in plax_fns for n in ROW_LENGTHS] + \
         [("softmax", ml_dtypes.bfloat16, 1000)]
@@ -130,18 +166,24 @@ def rows_table(repeat: int, small: bool, budget: float) -> None:
         n_rows = max(1, min(ROWS_MAX, moved // (2 * itemsize * row)))
         host = np.resize(tile, (n_rows, row)).astype(dtype)
         x = plax.device_put(host, gpu)
-        times, launches, kept = {}, {}, {}
+        times, launches, kept, results = {}, {}, {}, {}
         for variant, settings in ROW_VARIANTS.items():
             def build():
                 with _TopPrograms(backend) as programs:
                     f = plax.jit(plax_fns[name](), backend="cupy")
                     f(x).block_until_ready()
                 with plax_cupy.count() as c:
-                    f(x).block_until_ready()
-                text = programs.made[0].as_text()
-                return f, c.launches, sum(int(h) for h in re.findall(r"(\d+) value\(s\) held", text))
-            f, launches[variant], kept[variant] = _with_settings(settings, build)
+                    out = np.asarray(f(x)).astype(np.float32)
+                held = re.findall(r"(\d+) value\(s\) held", programs.made[0].as_text())
+                return f, c.launches, sum(map(int, held)), out
+            f, launches[variant], kept[variant], results[variant] = \
+                _with_settings(settings, build)
             times[variant] = _pipelined(lambda: f(x), plax.block_until_ready, repeat, budget)
+        # (the row-local kernels' results against the split plan's: a fast wrong kernel
+        # must not pass for a fast one)
+        diff = max(float(np.max(np.abs(results[v] - results["split"]), initial=0.0))
+                   for v in ("held", "re-read"))
+        del results
         t_jax = None
         if jax_l:
             try:
@@ -159,11 +201,13 @@ def rows_table(repeat: int, small: bool, budget: float) -> None:
         print(f"{name:10s} {np.dtype(dtype).name:8s} {n_rows:8d} {row:6d} "
               + " ".join(f"{times[v] * 1e6:9.1f}" for v in ROW_VARIANTS) + f" {jt} "
               f"{'/'.join(str(launches[v]) for v in ROW_VARIANTS):>8s} "
-              f"{kept['held']:4d} {gbs:6.0f} ({100 * gbs / copy_gbs:3.0f}%)  {now}: {verdict}")
+              f"{kept['held']:4d} {diff:8.1e} {gbs:6.0f} ({100 * gbs / copy_gbs:3.0f}%)  "
+              f"{now}: {verdict}")
         if small:   # (the switches change the plans: one kernel each, or the split plan's)
             assert launches["held"] == launches["re-read"] == 1, launches
             assert launches["split"] >= 3, launches
             assert kept["held"] > 0 and kept["re-read"] == 0, kept
+            assert diff < 1e-5, diff
         del x, host
 
 
