@@ -152,8 +152,9 @@ def rows_table(repeat: int, small: bool, budget: float) -> None:
     cap, regs = codegen.ROW_LOCAL_MAX_ELEMENTS, codegen_rows_local.ROW_REGISTER_ELEMENTS
     print(f"\nrows: softmax and layer norm over (rows, row), ~{moved / 2 ** 20:g} MiB moved a "
           f"case; us per call (pipelined); now ROW_LOCAL_MAX_ELEMENTS {cap}, "
-          f"ROW_REGISTER_ELEMENTS {regs}, ROW_REGISTER_WORDS {codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy "
-          f"{copy_gbs:.0f} GB/s{'' if jax_l else f'; no JAX ({jax_note})'}")
+          f"ROW_REGISTER_ELEMENTS {regs}, ROW_REGISTER_WORDS "
+          f"{codegen_rows_local.ROW_REGISTER_WORDS}; device-to-device copy {copy_gbs:.0f} GB/s"
+          f"{'' if jax_l else f'; no JAX ({jax_note})'}")
     print(f"{'program':10s} {'dtype':8s} {'rows':>8s} {'row':>6s} {'held':>9s} {'re-read':>9s} "
           f"{'split':>9s} {'jax':>9s} {'launches':>8s} {'kept':>4s} {'diff':>8s} "
           f"{'GB/s now':>14s}  now")
