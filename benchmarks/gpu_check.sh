@@ -32,7 +32,7 @@
 #                            the NumPy backend (max err column), if time is left
 #   08-tune        30   60   python benchmarks/gpu_tune.py --repeat 3 --budget 0.03, if time is
 #                            left: the rows table first (softmax/layer norm around the
-#                            row-local bounds, ~30 s estimated), then conv (~30 s: cut off
+#                            row-local bounds, ~40 s estimated), then conv (~30 s: cut off
 #                            part way), then reductions (each row printed as it is done)
 # The caps of 00-06 add up to 520 s, but the steps seldom use theirs; 06-bench gets what is
 # left (at least 60 s); 07-scans and 08-tune run only in what remains.
