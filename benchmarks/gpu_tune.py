@@ -51,9 +51,9 @@ Cost on an H200 (an estimate: no GPU has run it yet), cold kernel cache (~50 ms 
 compile), with ``--repeat 3 --budget 0.03`` as ``gpu_check.sh``'s 08-tune step runs it (its cap:
 60 s): ``rows`` ~40 s (25 cases of ~1.4 s: ~6 compiles, four timed columns of ~0.1 s, 128
 MiB made on the host, uploaded twice and three results read back; plus JAX's start, ~5 s);
-``conv`` ~30 s (168 cells of a few compiles each); ``reductions`` ~10 s (19 cases, inputs of up to 2^26 float32 drawn on the host). So the
-step finishes ``rows`` and part of ``conv``; each row prints when done (a cut-off run keeps its
-rows). With the default ``--budget 0.1`` all three take ~2.5 minutes.
+``conv`` ~30 s (168 cells of a few compiles each); ``reductions`` ~10 s (19 cases, inputs of
+up to 2^26 float32 drawn on the host). So the step finishes ``rows`` and part of ``conv``;
+each row prints when done (a cut-off run keeps its rows). With the default ``--budget 0.1`` all three take ~2.5 minutes.
 """
 from __future__ import annotations
 
@@ -105,7 +105,6 @@ def _pipelined(fn, block, repeat: int, budget: float) -> float:
     """Median seconds per call of ``fn`` called back to back, waiting (``block``) only for the
     last result of each sample: a call's cost is the larger of its host work and its GPU time
     (the GPU's when the host keeps ahead, as ``ROWS_BYTES`` is sized for)."""
-    import time
     block(fn())
     t0 = time.perf_counter()
     block(fn())
