@@ -53,7 +53,8 @@ compile), with ``--repeat 3 --budget 0.03`` as ``gpu_check.sh``'s 08-tune step r
 MiB made on the host, uploaded twice and three results read back; plus JAX's start, ~5 s);
 ``conv`` ~30 s (168 cells of a few compiles each); ``reductions`` ~10 s (19 cases, inputs of
 up to 2^26 float32 drawn on the host). So the step finishes ``rows`` and part of ``conv``;
-each row prints when done (a cut-off run keeps its rows). With the default ``--budget 0.1`` all three take ~2.5 minutes.
+each row prints when done (a cut-off run keeps its rows). With the default ``--budget 0.1``
+all three take ~2.5 minutes.
 """
 from __future__ import annotations
 
