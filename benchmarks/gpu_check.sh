@@ -30,11 +30,15 @@
 #   07-scans       15   45   python benchmarks/scan_kernel_coverage.py --run --gpu: which of 66
 #                            realistic scans run as one kernel on the GPU, each checked against
 #                            the NumPy backend (max err column), if time is left
-#   08-tune        30   60   python benchmarks/gpu_tune.py --repeat 3, if time is left
+#   08-tune        30   60   python benchmarks/gpu_tune.py --repeat 3 --budget 0.03, if time is
+#                            left: the rows table first (softmax/layer norm around the
+#                            row-local bounds, ~40 s estimated), then conv (~30 s: cut off
+#                            part way), then reductions (each row printed as it is done)
 # The caps of 00-06 add up to 520 s, but the steps seldom use theirs; 06-bench gets what is
 # left (at least 60 s); 07-scans and 08-tune run only in what remains.
 #   summary.txt    per step its exit status and seconds (124: its cap or the total ran out),
 #                  and for a pytest step the FAILED/ERROR test ids with their first error line
+#                  (and 03-graphs' lines, 07-scans' count, 08-tune's rows table)
 # pytest steps are stopped with SIGINT when their time is up, so pytest still prints the
 # failures it has seen; with -v each outcome is also logged as it happens, so the ids of the
 # failures survive even a hard kill. A step that fails does not stop the others; the script's
@@ -205,7 +209,10 @@ else
   echo "07-scans: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
 fi
 if [ "$(left)" -ge 30 ]; then  # (optional: skipping it is no failure)
-  step 08-tune 30 60 python3 benchmarks/gpu_tune.py --repeat 3
+  step 08-tune 30 60 python3 benchmarks/gpu_tune.py --repeat 3 --budget 0.03
+  # (the rows table's verdicts: which plan the row-local bounds pick, and whether it won)
+  grep -E '^(softmax|layer_norm) ' "$OUT/08-tune.log" 2>/dev/null | sed -E 's/ +/ /g' \
+    | cut -c1-200 | sed 's/^/    /' >> "$OUT/summary.txt"
 else
   echo "08-tune: skipped ($(left)s left)" | tee -a "$OUT/summary.txt"
 fi

@@ -56,7 +56,16 @@ class RowsKernel:
       inputs: a :class:`plax_cupy.codegen.KernelInput` per cluster input.
       out_dtypes, out_shapes: per cluster output (the kernel's output parameters, in order).
       n_rows: rows (kept elements); ``row``: elements of a row.
-      threads: threads per block (:func:`row_threads`).
+      threads: threads per block: :func:`row_threads` of ``row`` (a block a row), or of
+        ``n_rows * lanes`` where short rows share warps (whole warps, up to a block).
+      lanes: threads computing one row: :func:`row_lanes` where rows of up to 32 elements
+        share warps (a lane group each), else ``threads``.
+      rows_per_block: rows a block takes at a time, ``threads // lanes`` (1 for a block a
+        row); :func:`rows_launch`'s grid covers ``n_rows`` with it.
+      per_thread: elements of its row each thread takes per phase, ``ceil(row / lanes)``
+        (the kernel's ``E``).
+      held: row values kept in registers across phases (0 where ``per_thread`` exceeds
+        :data:`ROW_REGISTER_ELEMENTS` or nothing fits :data:`ROW_REGISTER_WORDS`).
       phases: passes over a row.
       primitives, shape: the fused primitives' names and the iteration shape, for messages.
     """
