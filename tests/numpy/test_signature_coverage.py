@@ -1,0 +1,260 @@
+"""Signature coverage against JAX: every parameter that a public JAX function takes (as
+recorded in ``jax_signatures.json`` by ``record_jax_signatures.py``, so CI needs no JAX) is
+accepted by plax's function of the same name, the same way: a positional-or-keyword
+parameter under JAX's name at JAX's position, a keyword-only one under JAX's name, ``*args``
+and ``**kwargs`` where JAX has them. Accepted differences are listed below, one reason each;
+a difference that closes must leave the list (``test_accepted_differences_are_not_stale``).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pathlib
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from record_jax_signatures import signature_params  # noqa: E402
+
+RECORD = json.loads((HERE / "jax_signatures.json").read_text())
+NAMESPACES = list(RECORD["namespaces"])
+
+NOT_DONE = "not done yet"
+# "namespace.function" -> {JAX parameter plax does not take as JAX does: why}
+ACCEPTED: dict[str, dict[str, str]] = {
+    ".checkpoint": {"static_argnames": NOT_DONE, "concrete": NOT_DONE},
+    ".default_device": {"new_val": NOT_DONE},
+    ".device_put": {"src": NOT_DONE},
+    ".devices": {"backend": NOT_DONE},
+    ".jit": {"compiler_options": NOT_DONE},
+    ".linearize": {"has_aux": NOT_DONE},
+    ".local_devices": {"host_id": NOT_DONE},
+    ".process_count": {"backend": NOT_DONE},
+    ".process_index": {"backend": NOT_DONE},
+    ".remat": {"concrete": NOT_DONE},
+    ".vjp": {"reduce_axes": NOT_DONE},
+    ".vmap": {"sum_match": NOT_DONE},
+    "numpy.add": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.argsort": {"dtype": NOT_DONE},
+    "numpy.array": {"device": NOT_DONE},
+    "numpy.bincount": {"out_sharding": NOT_DONE},
+    "numpy.bitwise_and": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.bitwise_or": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.bitwise_xor": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.broadcast_to": {"array": NOT_DONE, "out_sharding": NOT_DONE},
+    "numpy.einsum": {"out": NOT_DONE},
+    "numpy.empty_like": {"prototype": NOT_DONE},
+    "numpy.fmax": {"x1": NOT_DONE, "x2": NOT_DONE},
+    "numpy.fmin": {"x1": NOT_DONE, "x2": NOT_DONE},
+    "numpy.gcd": {"x1": NOT_DONE, "x2": NOT_DONE},
+    "numpy.iscomplex": {"x": NOT_DONE},
+    "numpy.isneginf": {"out": NOT_DONE},
+    "numpy.isposinf": {"out": NOT_DONE},
+    "numpy.isreal": {"x": NOT_DONE},
+    "numpy.issubdtype": {"arg1": NOT_DONE, "arg2": NOT_DONE},
+    "numpy.lcm": {"x1": NOT_DONE, "x2": NOT_DONE},
+    "numpy.logaddexp": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.logaddexp2": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.logical_and": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.logical_or": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.logical_xor": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.maximum": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.minimum": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.multiply": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.nanmean": {"where": NOT_DONE},
+    "numpy.nanstd": {"where": NOT_DONE, "mean": NOT_DONE},
+    "numpy.nanvar": {"where": NOT_DONE, "mean": NOT_DONE},
+    "numpy.negative": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.percentile": {"out_sharding": NOT_DONE},
+    "numpy.ravel": {"out_sharding": NOT_DONE},
+    "numpy.ravel_multi_index": {"dtype": NOT_DONE},
+    "numpy.set_printoptions": {"**kwargs": NOT_DONE},
+    "numpy.std": {"mean": NOT_DONE},
+    "numpy.subtract": {"out": NOT_DONE, "where": NOT_DONE},
+    "numpy.tensordot": {"out_sharding": NOT_DONE},
+    "numpy.trace": {"out": NOT_DONE},
+    "numpy.trunc": {"x": NOT_DONE},
+    "numpy.unique": {"equal_nan": NOT_DONE, "sorted": NOT_DONE},
+    "numpy.var": {"mean": NOT_DONE},
+    "numpy.linalg.matrix_rank": {"hermitian": NOT_DONE},
+    "numpy.linalg.pinv": {"rcond": NOT_DONE},
+    "numpy.linalg.slogdet": {"method": NOT_DONE},
+    "numpy.linalg.svd": {"subset_by_index": NOT_DONE},
+    "numpy.linalg.tensordot": {"out_sharding": NOT_DONE},
+    "lax.all_gather": {"to": NOT_DONE},
+    "lax.argmax": {"operand": NOT_DONE},
+    "lax.argmin": {"operand": NOT_DONE},
+    "lax.bitcast_convert_type": {"operand": NOT_DONE},
+    "lax.broadcast": {"operand": NOT_DONE, "out_sharding": NOT_DONE},
+    "lax.broadcast_in_dim": {"operand": NOT_DONE, "out_sharding": NOT_DONE},
+    "lax.broadcasted_iota": {"out_sharding": NOT_DONE},
+    "lax.cbrt": {"accuracy": NOT_DONE},
+    "lax.collapse": {"operand": NOT_DONE},
+    "lax.cond": {"operand": NOT_DONE},
+    "lax.conv_general_dilated": {"out_sharding": NOT_DONE},
+    "lax.conv_transpose": {"use_consistent_padding": NOT_DONE},
+    "lax.convert_element_type": {"operand": NOT_DONE},
+    "lax.cos": {"accuracy": NOT_DONE},
+    "lax.cummax": {"operand": NOT_DONE},
+    "lax.cummin": {"operand": NOT_DONE},
+    "lax.cumprod": {"operand": NOT_DONE},
+    "lax.cumsum": {"operand": NOT_DONE},
+    "lax.dot": {"out_sharding": NOT_DONE},
+    "lax.dot_general": {"out_sharding": NOT_DONE},
+    "lax.dynamic_index_in_dim": {"operand": NOT_DONE},
+    "lax.dynamic_slice": {"operand": NOT_DONE},
+    "lax.dynamic_slice_in_dim": {"operand": NOT_DONE},
+    "lax.dynamic_update_index_in_dim": {"operand": NOT_DONE},
+    "lax.dynamic_update_slice": {"operand": NOT_DONE},
+    "lax.dynamic_update_slice_in_dim": {"operand": NOT_DONE},
+    "lax.exp": {"accuracy": NOT_DONE},
+    "lax.exp2": {"accuracy": NOT_DONE},
+    "lax.expand_dims": {"array": NOT_DONE},
+    "lax.expm1": {"accuracy": NOT_DONE},
+    "lax.fori_loop": {"unroll": NOT_DONE},
+    "lax.full": {"sharding": NOT_DONE},
+    "lax.full_like": {"sharding": NOT_DONE},
+    "lax.index_in_dim": {"operand": NOT_DONE},
+    "lax.log": {"accuracy": NOT_DONE},
+    "lax.log1p": {"accuracy": NOT_DONE},
+    "lax.logistic": {"accuracy": NOT_DONE},
+    "lax.map": {"batch_size": NOT_DONE},
+    "lax.mul": {"out_dtype": NOT_DONE},
+    "lax.nextafter": {"x1": NOT_DONE, "x2": NOT_DONE},
+    "lax.pad": {"operand": NOT_DONE},
+    "lax.reduce_and": {"operand": NOT_DONE},
+    "lax.reduce_max": {"operand": NOT_DONE},
+    "lax.reduce_min": {"operand": NOT_DONE},
+    "lax.reduce_or": {"operand": NOT_DONE},
+    "lax.reduce_prod": {"operand": NOT_DONE},
+    "lax.reduce_sum": {"operand": NOT_DONE, "out_sharding": NOT_DONE},
+    "lax.reduce_xor": {"operand": NOT_DONE},
+    "lax.reshape": {"operand": NOT_DONE},
+    "lax.rev": {"operand": NOT_DONE},
+    "lax.rsqrt": {"accuracy": NOT_DONE},
+    "lax.scan": {"_split_transpose": NOT_DONE},
+    "lax.sin": {"accuracy": NOT_DONE},
+    "lax.slice": {"operand": NOT_DONE},
+    "lax.slice_in_dim": {"operand": NOT_DONE},
+    "lax.sqrt": {"accuracy": NOT_DONE},
+    "lax.squeeze": {"array": NOT_DONE},
+    "lax.switch": {"operand": NOT_DONE},
+    "lax.tan": {"accuracy": NOT_DONE},
+    "lax.tanh": {"accuracy": NOT_DONE},
+    "lax.transpose": {"operand": NOT_DONE},
+    "random.ball": {"out_sharding": NOT_DONE},
+    "random.beta": {"out_sharding": NOT_DONE},
+    "random.cauchy": {"out_sharding": NOT_DONE},
+    "random.chisquare": {"out_sharding": NOT_DONE},
+    "random.dirichlet": {"out_sharding": NOT_DONE},
+    "random.exponential": {"out_sharding": NOT_DONE},
+    "random.f": {"out_sharding": NOT_DONE},
+    "random.gamma": {"out_sharding": NOT_DONE},
+    "random.generalized_normal": {"out_sharding": NOT_DONE},
+    "random.geometric": {"out_sharding": NOT_DONE},
+    "random.gumbel": {"out_sharding": NOT_DONE},
+    "random.key_dtype": {"impl_spec": NOT_DONE},
+    "random.laplace": {"out_sharding": NOT_DONE},
+    "random.loggamma": {"out_sharding": NOT_DONE},
+    "random.logistic": {"out_sharding": NOT_DONE},
+    "random.lognormal": {"out_sharding": NOT_DONE},
+    "random.maxwell": {"out_sharding": NOT_DONE},
+    "random.multivariate_normal": {"out_sharding": NOT_DONE},
+    "random.orthogonal": {"out_sharding": NOT_DONE},
+    "random.pareto": {"out_sharding": NOT_DONE},
+    "random.permutation": {"out_sharding": NOT_DONE},
+    "random.poisson": {"out_sharding": NOT_DONE},
+    "random.rademacher": {"out_sharding": NOT_DONE},
+    "random.rayleigh": {"out_sharding": NOT_DONE},
+    "random.t": {"out_sharding": NOT_DONE},
+    "random.triangular": {"out_sharding": NOT_DONE},
+    "random.wald": {"out_sharding": NOT_DONE},
+    "scipy.linalg.solve": {"debug": NOT_DONE, "check_finite": NOT_DONE, "assume_a": NOT_DONE},
+}
+
+_KINDS = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "any",
+          inspect.Parameter.VAR_POSITIONAL: "var", inspect.Parameter.KEYWORD_ONLY: "kw",
+          inspect.Parameter.VAR_KEYWORD: "varkw"}
+
+
+def _resolve(fn):
+    """The function whose signature counts: a plugin's lazy stub stands for its target."""
+    lazy = getattr(fn, "__wrapped_lazily__", None)
+    if lazy is not None:
+        module, name = lazy
+        return getattr(importlib.import_module(module), name)
+    return fn
+
+
+def signature_gaps(jax_text: str, fn) -> list[str]:
+    """The JAX parameters (from a recorded parameter list) that ``fn`` does not accept as JAX
+    does; ``*args`` and ``**kwargs`` are named with their stars."""
+    mine = [(p.name, _KINDS[p.kind]) for p in inspect.signature(_resolve(fn)).parameters.values()]
+    kinds = {k for _, k in mine}
+    n_positional = sum(k in ("pos", "any") for _, k in mine)
+    where = {n: (i, k) for i, (n, k) in enumerate(mine)}
+    gaps = []
+    for i, (name, kind) in enumerate(signature_params(jax_text)):
+        if kind == "pos":          # any name will do; the position must be accepted
+            ok = i < n_positional or "var" in kinds
+        elif kind == "any":        # by keyword under JAX's name, and positionally at its place
+            ok = where.get(name) == (i, "any")
+        elif kind == "kw":
+            ok = name in where and where[name][1] in ("any", "kw")
+        elif kind == "var":        # JAX's *args (its ufuncs' operands): positions accepted
+            ok = "var" in kinds or n_positional > i
+        else:
+            ok = "varkw" in kinds
+        if not ok:
+            gaps.append({"var": "*", "varkw": "**"}.get(kind, "") + name)
+    return gaps
+
+
+def _functions(namespace):
+    module = importlib.import_module("plax" + ("." + namespace if namespace else ""))
+    for name, text in RECORD["namespaces"][namespace].items():
+        fn = getattr(module, name, None)   # a missing name is test_name_coverage's business
+        if fn is not None and callable(fn) and not isinstance(fn, type):
+            yield f"{namespace}.{name}", text, fn
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_plax_takes_jax_parameters(namespace):
+    problems = {}
+    for key, text, fn in _functions(namespace):
+        gaps = [g for g in signature_gaps(text, fn) if g not in ACCEPTED.get(key, {})]
+        if gaps:
+            problems[key] = gaps
+    assert not problems, (f"plax lacks these parameters of JAX's functions (add them with "
+                          f"their meaning, or list them in ACCEPTED with a reason): {problems}")
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_accepted_differences_are_not_stale(namespace):
+    stale = {}
+    for key, text, fn in _functions(namespace):
+        listed = ACCEPTED.get(key, {})
+        closed = set(listed) - set(signature_gaps(text, fn))
+        if closed:
+            stale[key] = sorted(closed)
+    assert not stale, f"these differences are closed; remove them from ACCEPTED: {stale}"
+
+
+def test_accepted_differences_are_well_formed():
+    known = {f"{ns}.{name}" for ns in NAMESPACES for name in RECORD["namespaces"][ns]}
+    for key, params in ACCEPTED.items():
+        assert key in known, f"{key} is not a recorded JAX function"
+        for param, why in params.items():
+            assert why.strip(), f"{key}({param}) needs a reason"
+
+
+def test_record_matches_installed_jax():
+    """Where the recorded JAX version is installed, the record is current."""
+    jax = pytest.importorskip("jax")
+    if jax.__version__ != RECORD["jax_version"]:
+        pytest.skip(f"record is of JAX {RECORD['jax_version']}, installed {jax.__version__}")
+    from record_jax_signatures import record
+    assert record() == RECORD
