@@ -41,8 +41,8 @@ def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
 
 
 def _bind2(prim):
-    def op(x, y):
-        return prim.bind(asarray(x), asarray(y))
+    def op(x1, x2):
+        return prim.bind(asarray(x1), asarray(x2))
     op.__name__ = prim.name
     op.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of equal dtype (see jax.lax.{prim.name})."
     return op

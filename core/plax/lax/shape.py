@@ -64,19 +64,19 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+def broadcast_in_dim(operand, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     """Broadcasts ``x`` to ``shape``; operand axis i becomes output axis ``broadcast_dimensions[i]``.
 
     Example:
       >>> lax.broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
       (2, 3)
     """
-    x = asarray(x)
+    operand = asarray(operand)
     shape = lax_shape(shape, "broadcast_in_dim shape")
     dims = tuple(int(d) for d in broadcast_dimensions)
-    if aval_of(x).shape == shape and dims == tuple(range(len(shape))):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+    if aval_of(operand).shape == shape and dims == tuple(range(len(shape))):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
@@ -106,12 +106,12 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
                                    broadcast_dimensions=(0,) + shifted), 0
 
 
-def broadcast(x, sizes: Sequence[int]):
+def broadcast(operand, sizes: Sequence[int]):
     """Adds leading axes of ``sizes`` to ``x`` (JAX's lax.broadcast)."""
-    x = asarray(x)
-    a = aval_of(x)
+    operand = asarray(operand)
+    a = aval_of(operand)
     sizes = lax_shape(sizes, "broadcast sizes")
-    return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
+    return broadcast_in_dim(operand, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
 
 
 def broadcast_size_one(x, shape: Sequence[int]):
@@ -211,7 +211,7 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions=None, sharding=None):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
+def reshape(operand, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
             out_sharding=None):
     """Reshapes ``x``, in row-major order, after transposing it by ``dimensions`` if given.
 
@@ -242,14 +242,14 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
         from plax.sharding_types import recorded_out_sharding, with_out_sharding
         recorded = recorded_out_sharding(out_sharding, "reshape")
         if recorded is None:  # another kind of Sharding: computed, then placed
-            return with_out_sharding(lambda: _reshape(x, new_sizes, dimensions, None),
+            return with_out_sharding(lambda: _reshape(operand, new_sizes, dimensions, None),
                                      out_sharding)
-        out = _reshape(x, new_sizes, dimensions, recorded)
+        out = _reshape(operand, new_sizes, dimensions, recorded)
         if not _typed_as(out, recorded) or _unplaced(out):
             from plax.sharding import reshard  # an operand on no mesh: typed and placed
             out = reshard(out, out_sharding)
         return out
-    return _reshape(x, new_sizes, dimensions, None)
+    return _reshape(operand, new_sizes, dimensions, None)
 
 
 def _reshape(x, new_sizes, dimensions, sharding):
@@ -336,13 +336,13 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
-def transpose(x, permutation: Sequence[int]):
+def transpose(operand, permutation: Sequence[int]):
     """Permutes the axes of ``x``: output axis i is input axis ``permutation[i]``."""
-    x = asarray(x)
+    operand = asarray(operand)
     permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(len(permutation))) and len(permutation) == aval_of(x).ndim:
-        return x
-    return transpose_p.bind(x, permutation=permutation)
+    if permutation == tuple(range(len(permutation))) and len(permutation) == aval_of(operand).ndim:
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
 
 
 deflinear(transpose_p, lambda ct, x, *, permutation:
@@ -375,14 +375,14 @@ def _squeeze_abstract_eval(x, *, dimensions):
                        x.dtype, x.weak_type)
 
 
-def squeeze(x, dimensions: Sequence[int]):
+def squeeze(array, dimensions: Sequence[int]):
     """Removes the size-1 axes ``dimensions`` of ``x``."""
-    x = asarray(x)
-    nd = aval_of(x).ndim
+    array = asarray(array)
+    nd = aval_of(array).ndim
     dims = tuple(sorted({canonicalize_axis(d, nd, "squeeze dimension") for d in dimensions}))
     if not dims:
-        return x
-    return squeeze_p.bind(x, dimensions=dims)
+        return array
+    return squeeze_p.bind(array, dimensions=dims)
 
 
 # JAX transposes squeeze to expand_dims (a broadcast_in_dim)
@@ -419,20 +419,20 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def expand_dims(x, dimensions: Sequence[int]):
+def expand_dims(array, dimensions: Sequence[int]):
     """Inserts size-1 axes at positions ``dimensions`` of the result."""
-    x = asarray(x)
-    out_rank = aval_of(x).ndim + len(dimensions)
+    array = asarray(array)
+    out_rank = aval_of(array).ndim + len(dimensions)
     dims = tuple(sorted(canonicalize_axis(d, out_rank) for d in dimensions))
     if len(set(dims)) != len(dims):
         raise ValueError(f"repeated axis in expand_dims: {tuple(dimensions)}")
     if not dims:
-        return x
+        return array
     # JAX stages broadcast_in_dim here; expand_dims_p stays for rules and plugins that bind it
-    shape = list(aval_of(x).shape)
+    shape = list(aval_of(array).shape)
     for d in dims:
         shape.insert(d, 1)
-    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
+    return broadcast_in_dim_p.bind(array, shape=tuple(shape),
                                    broadcast_dimensions=tuple(i for i in range(out_rank)
                                                               if i not in dims))
 
@@ -458,18 +458,18 @@ def _rev_abstract_eval(x, *, dimensions):
     return x
 
 
-def rev(x, dimensions: Sequence[int]):
+def rev(operand, dimensions: Sequence[int]):
     """Reverses ``x`` along ``dimensions``."""
-    x = asarray(x)
-    nd = aval_of(x).ndim
+    operand = asarray(operand)
+    nd = aval_of(operand).ndim
     dims = tuple(int(d) for d in dimensions)
     if any(not -nd <= d < nd for d in dims):
         raise TypeError(f"rev dimensions must all be axes of the operand, got dimensions {dims} "
                         f"for operand ndim {nd}.")
     dims = tuple(d + nd if d < 0 else d for d in dims)
     if not dims:
-        return x
-    return rev_p.bind(x, dimensions=dims)
+        return operand
+    return rev_p.bind(operand, dimensions=dims)
 
 
 deflinear(rev_p, lambda ct, x, *, dimensions:
@@ -510,7 +510,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+def pad(operand, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     """Pads ``x`` with ``padding_value``: ``(low, high, interior)`` per axis; negative low/high crop.
 
     Example:
@@ -520,7 +520,7 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     # NumPy integers kept as given: JAX's jaxprs print them so (``np.int64(1)``)
     cfg = tuple(tuple(v if isinstance(v, np.integer) else int(v) for v in c)
                 for c in padding_config)
-    return pad_p.bind(asarray(x), asarray(padding_value), padding_config=cfg)
+    return pad_p.bind(asarray(operand), asarray(padding_value), padding_config=cfg)
 
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
@@ -881,9 +881,9 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
                        dimension=operator_index(dimension))
 
 
-def collapse(x, start_dimension: int, stop_dimension: int | None = None):
+def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     """Merges axes ``[start, stop)`` of ``x`` into one."""
-    shape = aval_of(x).shape
+    shape = aval_of(operand).shape
     stop = len(shape) if stop_dimension is None else stop_dimension
     new = shape[:start_dimension] + (math.prod(shape[start_dimension:stop]),) + shape[stop:]
-    return reshape(x, new)
+    return reshape(operand, new)

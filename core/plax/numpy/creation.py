@@ -372,11 +372,11 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_
     return _like(a, dtype, shape, 1, "ones_like")
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Like :func:`zeros_like`."""
     if out_sharding is not None:
-        return with_out_sharding(lambda: empty_like(a, dtype, shape, device=device), out_sharding)
-    return _like(a, dtype, shape, 0, "ones_like")  # (the name JAX 0.10.2's error gives)
+        return with_out_sharding(lambda: empty_like(prototype, dtype, shape, device=device), out_sharding)
+    return _like(prototype, dtype, shape, 0, "ones_like")  # (the name JAX 0.10.2's error gives)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None,

@@ -10,13 +10,10 @@ import numpy as np
 from plax import dtypes, lax
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike
+from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike, reject_out
 
 
-def _no_out(out, name):
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported (plax "
-                                  "arrays are immutable).")
+_no_out = reject_out
 
 
 def _keep(x, shape, axes, keepdims):

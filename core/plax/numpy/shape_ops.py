@@ -11,7 +11,7 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import canonicalize_axis
+from plax.numpy.util import canonicalize_axis, reject_out
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, converted_first, promote_dtypes)
 from plax.sharding_types import with_out_sharding
@@ -790,8 +790,9 @@ def diag(v, k: int = 0):
 
 
 @jit_when_traced(static_argnames=("offset", "axis1", "axis2", "dtype"))
-def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
-    """Sum along a diagonal."""
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    """Sum along a diagonal (``out``: only None, as in JAX)."""
+    reject_out(out, "trace")
     from plax.numpy.reductions import sum as jsum
     return jsum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
