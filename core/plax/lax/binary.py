@@ -41,8 +41,8 @@ def _naryop(name: str, allowed, out_dtype=None) -> Primitive:
 
 
 def _bind2(prim):
-    def op(x1, x2):
-        return prim.bind(asarray(x1), asarray(x2))
+    def op(x, y):
+        return prim.bind(asarray(x), asarray(y))
     op.__name__ = prim.name
     op.__doc__ = f"Elementwise ``{prim.name}`` of two arrays of equal dtype (see jax.lax.{prim.name})."
     return op
@@ -81,7 +81,13 @@ add_any_p = _naryop("add_any", NUMBER)
 _ADD_ANY_BROADCASTING = broadcast_batcher(add_any_p)
 
 add, sub, mul, div, rem = map(_bind2, (add_p, sub_p, mul_p, div_p, rem_p))
-max, min, atan2, nextafter = map(_bind2, (max_p, min_p, atan2_p, nextafter_p))
+max, min, atan2 = map(_bind2, (max_p, min_p, atan2_p))
+
+
+def nextafter(x1, x2):
+    """The next representable value after ``x1`` towards ``x2``, elementwise (float arrays of
+    equal dtype; JAX's parameter names)."""
+    return nextafter_p.bind(asarray(x1), asarray(x2))
 
 
 @pow_p.def_abstract_eval

@@ -18,7 +18,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
+from plax.lax.base import NUMBER, asarray, aval_of, check_dtype, out_sharded
 from plax.lax.dot import _canonical_precision  # one canonical form for every product
 from plax.transforms.jvp import Zero, bilinear_jvp
 
@@ -404,7 +404,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
                          lhs_dilation: Sequence[int] | None = None,
                          rhs_dilation: Sequence[int] | None = None, dimension_numbers=None,
                          feature_group_count: int = 1, batch_group_count: int = 1,
-                         precision=None, preferred_element_type=None):
+                         precision=None, preferred_element_type=None, out_sharding=None):
     """General N-d convolution (a cross-correlation, as in JAX and XLA).
 
     Args:
@@ -433,6 +433,11 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
       >>> lax.conv_general_dilated(jnp.ones((1, 1, 5)), jnp.ones((1, 1, 3)), (1,), "VALID")
       Array([[[3., 3., 3.]]], dtype=float32)
     """
+    if out_sharding is not None:  # the result's explicit sharding
+        return out_sharded(lambda: conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+            feature_group_count, batch_group_count, precision, preferred_element_type),
+            out_sharding)
     lhs, rhs = asarray(lhs), asarray(rhs)
     la, ra = aval_of(lhs), aval_of(rhs)
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)

@@ -53,7 +53,10 @@ def _reduce_prim(name: str, allowed) -> Primitive:
 
 
 def _reducer(prim):
-    def op(operand, axes: Sequence[int]):
+    def op(operand, axes: Sequence[int], out_sharding=None):
+        if out_sharding is not None:  # the result's explicit sharding (JAX: reduce_sum's)
+            from plax.lax.base import out_sharded
+            return out_sharded(lambda: op(operand, axes), out_sharding)
         operand = asarray(operand)
         nd = aval_of(operand).ndim
         axes = tuple(sorted(canonicalize_axis(a, nd) for a in axes))

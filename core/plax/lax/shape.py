@@ -15,7 +15,7 @@ from plax.lowering.fusion import BROADCAST, INDEX, STRUCTURAL, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.core.varying import vary_like
-from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
+from plax.lax.base import (out_sharded, asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
                           same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, defzero
@@ -64,13 +64,18 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(operand, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
-    """Broadcasts ``x`` to ``shape``; operand axis i becomes output axis ``broadcast_dimensions[i]``.
+def broadcast_in_dim(operand, shape: Sequence[int], broadcast_dimensions: Sequence[int],
+                     out_sharding=None):
+    """Broadcasts ``operand`` to ``shape``; its axis i becomes output axis
+    ``broadcast_dimensions[i]``; ``out_sharding``: the result's explicit sharding.
 
     Example:
       >>> lax.broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
       (2, 3)
     """
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcast_in_dim(operand, shape, broadcast_dimensions),
+                           out_sharding)
     operand = asarray(operand)
     shape = lax_shape(shape, "broadcast_in_dim shape")
     dims = tuple(int(d) for d in broadcast_dimensions)
@@ -106,8 +111,11 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
                                    broadcast_dimensions=(0,) + shifted), 0
 
 
-def broadcast(operand, sizes: Sequence[int]):
-    """Adds leading axes of ``sizes`` to ``x`` (JAX's lax.broadcast)."""
+def broadcast(operand, sizes: Sequence[int], out_sharding=None):
+    """Adds leading axes of ``sizes`` to ``operand`` (JAX's lax.broadcast; ``out_sharding``:
+    the result's explicit sharding)."""
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcast(operand, sizes), out_sharding)
     operand = asarray(operand)
     a = aval_of(operand)
     sizes = lax_shape(sizes, "broadcast sizes")
@@ -147,13 +155,17 @@ def broadcast_to_rank(x, rank: int):
     return broadcast(x, (1,) * (rank - a.ndim))
 
 
-def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None = None):
-    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's).
+def full(shape: Sequence[int], fill_value, dtype=None, sharding=None, *,
+         weak_type: bool | None = None):
+    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's;
+    ``sharding``: the result's explicit sharding).
 
     Example:
       >>> lax.full((2,), 3.0)
       Array([3., 3.], dtype=float32, weak_type=True)
     """
+    if sharding is not None:
+        return out_sharded(lambda: full(shape, fill_value, dtype, weak_type=weak_type), sharding)
     from plax.array import from_host
     from plax.lax.convert import convert_element_type
     shape = lax_shape(shape, "full shape")
@@ -172,8 +184,11 @@ def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None
     return broadcast_in_dim(fill, shape, ())
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``
+    (``sharding``: the result's explicit sharding)."""
+    if sharding is not None:
+        return out_sharded(lambda: full_like(x, fill_value, dtype, shape), sharding)
     a = aval_of(asarray(x)) if not hasattr(x, "aval") else x.aval
     dt = dtype if dtype is not None else a.dtype
     out = full(a.shape if shape is None else shape, fill_value, dt,
@@ -858,7 +873,7 @@ def iota(dtype, size: int):
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int, out_sharding=None):
     """An array of ``shape`` whose values count along axis ``dimension``.
 
     Args:
@@ -866,6 +881,7 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
       shape: the result's shape (negative sizes raise TypeError).
       dimension: the axis that counts, in ``[0, len(shape))``; as in JAX a negative one is
         not wrapped but raises ValueError.
+      out_sharding: the result's explicit sharding.
 
     Returns:
       The array of ``dtype``.
@@ -875,6 +891,8 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
       Array([[0, 1, 2],
              [0, 1, 2]], dtype=int32)
     """
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcasted_iota(dtype, shape, dimension), out_sharding)
     shape = lax_shape(shape, "iota shape")
     # as JAX: an integer dimension, checked (not wrapped) by the abstract evaluation
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
