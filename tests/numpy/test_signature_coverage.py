@@ -30,13 +30,10 @@ ACCEPTED: dict[str, dict[str, str]] = {
     ".device_put": {"src": NOT_DONE},
     ".devices": {"backend": NOT_DONE},
     ".jit": {"compiler_options": NOT_DONE},
-    ".linearize": {"has_aux": NOT_DONE},
     ".local_devices": {"host_id": NOT_DONE},
     ".process_count": {"backend": NOT_DONE},
     ".process_index": {"backend": NOT_DONE},
     ".remat": {"concrete": NOT_DONE},
-    ".vjp": {"reduce_axes": NOT_DONE},
-    ".vmap": {"sum_match": NOT_DONE},
     "numpy.bincount": {"out_sharding": NOT_DONE},
     "numpy.broadcast_to": {"out_sharding": NOT_DONE},
     "numpy.percentile": {"out_sharding": NOT_DONE},
@@ -52,7 +49,6 @@ ACCEPTED: dict[str, dict[str, str]] = {
     "lax.conv_transpose": {"use_consistent_padding": NOT_DONE},
     "lax.mul": {"out_dtype": NOT_DONE},
     "lax.scan": {"_split_transpose": NOT_DONE},
-    "random.key_dtype": {"impl_spec": NOT_DONE},
     "scipy.linalg.solve": {"debug": NOT_DONE, "check_finite": NOT_DONE, "assume_a": NOT_DONE},
 }
 
