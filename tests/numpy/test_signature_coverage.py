@@ -25,15 +25,7 @@ NAMESPACES = list(RECORD["namespaces"])
 NOT_DONE = "not done yet"
 # "namespace.function" -> {JAX parameter plax does not take as JAX does: why}
 ACCEPTED: dict[str, dict[str, str]] = {
-    ".checkpoint": {"static_argnames": NOT_DONE, "concrete": NOT_DONE},
-    ".default_device": {"new_val": NOT_DONE},
-    ".device_put": {"src": NOT_DONE},
     ".devices": {"backend": NOT_DONE},
-    ".jit": {"compiler_options": NOT_DONE},
-    ".local_devices": {"host_id": NOT_DONE},
-    ".process_count": {"backend": NOT_DONE},
-    ".process_index": {"backend": NOT_DONE},
-    ".remat": {"concrete": NOT_DONE},
     "numpy.bincount": {"out_sharding": NOT_DONE},
     "numpy.broadcast_to": {"out_sharding": NOT_DONE},
     "numpy.percentile": {"out_sharding": NOT_DONE},
