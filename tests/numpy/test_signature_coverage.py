@@ -26,22 +26,12 @@ NOT_DONE = "not done yet"
 # "namespace.function" -> {JAX parameter plax does not take as JAX does: why}
 ACCEPTED: dict[str, dict[str, str]] = {
     ".devices": {"backend": NOT_DONE},
-    "numpy.bincount": {"out_sharding": NOT_DONE},
-    "numpy.broadcast_to": {"out_sharding": NOT_DONE},
     "numpy.percentile": {"out_sharding": NOT_DONE},
-    "numpy.ravel": {"out_sharding": NOT_DONE},
     "numpy.set_printoptions": {"**kwargs": NOT_DONE},
-    "numpy.tensordot": {"out_sharding": NOT_DONE},
-    "numpy.linalg.matrix_rank": {"hermitian": NOT_DONE},
-    "numpy.linalg.pinv": {"rcond": NOT_DONE},
-    "numpy.linalg.slogdet": {"method": NOT_DONE},
-    "numpy.linalg.svd": {"subset_by_index": NOT_DONE},
-    "numpy.linalg.tensordot": {"out_sharding": NOT_DONE},
     "lax.all_gather": {"to": NOT_DONE},
     "lax.conv_transpose": {"use_consistent_padding": NOT_DONE},
     "lax.mul": {"out_dtype": NOT_DONE},
     "lax.scan": {"_split_transpose": NOT_DONE},
-    "scipy.linalg.solve": {"debug": NOT_DONE, "check_finite": NOT_DONE, "assume_a": NOT_DONE},
 }
 
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "any",

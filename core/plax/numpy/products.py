@@ -162,8 +162,13 @@ def outer(a, b, out=None):
     return multiply(lax.expand_dims(a, (1,)), lax.expand_dims(b, (0,)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
-    """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs)."""
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs;
+    ``out_sharding``: the result's explicit sharding)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: tensordot(a, b, axes, precision=precision,
+                                                   preferred_element_type=preferred_element_type),
+                                 out_sharding)
     a, b = converted_first(a, b)
     a, b, pet = _prep("tensordot", a, b, preferred_element_type)
     an, bn = get_aval(a).ndim, get_aval(b).ndim

@@ -91,8 +91,10 @@ def _reshape_sizes(shape) -> list:
                         f"from shapes (x.size, x.shape), which are static.") from None
 
 
-def ravel(a, order: str = "C"):
-    """``a`` flattened to one dimension."""
+def ravel(a, order: str = "C", out_sharding=None):
+    """``a`` flattened to one dimension (``out_sharding``: the result's explicit sharding)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: ravel(a, order), out_sharding)
     a = asarray_weak(a)
     return reshape(a, (get_aval(a).size,), order)
 

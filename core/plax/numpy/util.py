@@ -129,8 +129,17 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def broadcast_to(array, shape: Sequence[int]):
-    """NumPy-style broadcast of ``x`` to ``shape``."""
+def broadcast_to(array, shape: Sequence[int], out_sharding=None):
+    """NumPy-style broadcast of ``array`` to ``shape`` (``out_sharding``: the result's
+    explicit sharding; a positional-or-keyword default, so calls without it cost nothing).
+
+    Example:
+      >>> jnp.broadcast_to(jnp.ones(3), (2, 3)).shape
+      (2, 3)
+    """
+    if out_sharding is not None:
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: broadcast_to(array, shape), out_sharding)
     array = asarray_weak(array)
     shape = tuple(shape)
     xs = get_aval(array).shape
