@@ -187,6 +187,52 @@ def test_lax_sharding_parameters_place_results():
                                   np.asarray(random.exponential(random.key(0), (2,))))
 
 
+def test_mul_out_dtype_converts_first():
+    got = lax.mul(jnp.int8(3), jnp.int8(100), out_dtype=jnp.int32)
+    assert got.dtype == np.int32 and int(got) == 300   # no int8 wrap-around
+    assert lax.mul(jnp.float32(1.5), jnp.float32(2.0), out_dtype=jnp.float16).dtype == np.float16
+
+
+def test_conv_transpose_use_consistent_padding():
+    x = jnp.asarray(np.arange(10.0, dtype=np.float32).reshape(1, 5, 2))
+    w = jnp.asarray(np.arange(24.0, dtype=np.float32).reshape(3, 2, 4) / 10)
+    # forward padding (lo, hi) of a kernel of 3 pads the dilated input by (2 - lo, 2 - hi)
+    got = lax.conv_transpose(x, w, (2,), ((0, 2),), use_consistent_padding=True)
+    want = lax.conv_transpose(x, w, (2,), ((2, 0),))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # names mean the forward padding either way
+    np.testing.assert_array_equal(
+        np.asarray(lax.conv_transpose(x, w, (2,), "SAME", use_consistent_padding=True)),
+        np.asarray(lax.conv_transpose(x, w, (2,), "SAME")))
+
+
+# ---------------------------------------------------------------- jnp.linalg
+
+def test_linalg_parameters():
+    a = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]], np.float32)
+    low_rank = jnp.array([[1.0, 2.0], [2.0, 4.0]])
+    assert int(jnp.linalg.matrix_rank(low_rank, hermitian=True)) == 1
+    assert int(jnp.linalg.matrix_rank(jnp.asarray(a), hermitian=True)) == 3
+    np.testing.assert_allclose(np.asarray(jnp.linalg.pinv(jnp.asarray(a), rcond=1e-3)),
+                               np.linalg.pinv(a.astype(np.float64)), atol=1e-5)
+    with pytest.raises(ValueError, match="only one of rtol and rcond"):
+        jnp.linalg.pinv(jnp.asarray(a), 1e-3, rcond=1e-3)
+    sign, logdet = jnp.linalg.slogdet(jnp.asarray(a), method="qr")
+    want_sign, want_logdet = np.linalg.slogdet(a.astype(np.float64))
+    assert float(sign) == want_sign
+    np.testing.assert_allclose(float(logdet), want_logdet, rtol=1e-6)
+    with pytest.raises(ValueError, match="Unknown slogdet method"):
+        jnp.linalg.slogdet(jnp.asarray(a), method="cholesky")
+    u, s, vh = jnp.linalg.svd(jnp.asarray(a), full_matrices=False, subset_by_index=(1, 3))
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a)[1][1:3], rtol=1e-5)
+    assert u.shape == (3, 2) and vh.shape == (2, 3)
+    np.testing.assert_allclose(np.asarray(u * s @ vh),  # the rank-2 part of a
+                               (lambda U, S, V: (U[:, 1:3] * S[1:3]) @ V[1:3])(
+                                   *np.linalg.svd(a.astype(np.float64))), atol=1e-5)
+    with pytest.raises(ValueError, match="cannot both be set"):
+        jnp.linalg.svd(jnp.asarray(a), subset_by_index=(0, 2))
+
+
 # ---------------------------------------------------------------- transforms and runtime
 
 def test_linearize_has_aux():

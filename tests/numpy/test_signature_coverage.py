@@ -25,13 +25,12 @@ NAMESPACES = list(RECORD["namespaces"])
 NOT_DONE = "not done yet"
 # "namespace.function" -> {JAX parameter plax does not take as JAX does: why}
 ACCEPTED: dict[str, dict[str, str]] = {
-    ".devices": {"backend": NOT_DONE},
-    "numpy.percentile": {"out_sharding": NOT_DONE},
-    "numpy.set_printoptions": {"**kwargs": NOT_DONE},
-    "lax.all_gather": {"to": NOT_DONE},
-    "lax.conv_transpose": {"use_consistent_padding": NOT_DONE},
-    "lax.mul": {"out_dtype": NOT_DONE},
-    "lax.scan": {"_split_transpose": NOT_DONE},
+    ".devices": {"backend": "plax's first parameter is `platform` (what JAX's positional backend "
+                            "names); backend= is the second, taking a platform or an executor"},
+    "numpy.set_printoptions": {"**kwargs": "JAX forwards **kwargs to NumPy's; plax names each of "
+                                           "NumPy's parameters, so unknown ones fail early"},
+    "lax.all_gather": {"to": NOT_DONE + " (in the plax_pmap plugin, outside this change)"},
+    "lax.scan": {"_split_transpose": "a private, experimental JAX flag (leading underscore)"},
 }
 
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "any",

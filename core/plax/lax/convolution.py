@@ -505,7 +505,8 @@ _TRANSPOSE_LAYOUTS = {3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
 
 def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
                    rhs_dilation: Sequence[int] | None = None, dimension_numbers=None,
-                   transpose_kernel: bool = False, precision=None, preferred_element_type=None):
+                   transpose_kernel: bool = False, precision=None, preferred_element_type=None,
+                   use_consistent_padding: bool = False):
     """Transposed ("deconvolution") convolution: a convolution of the input dilated by
     ``strides``.
 
@@ -519,6 +520,10 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
       transpose_kernel: flip the kernel's spatial axes and swap its I and O axes, making this
         the gradient of ``conv_general_dilated`` with the same kernel.
       precision, preferred_element_type: as for :func:`conv_general_dilated`.
+      use_consistent_padding: read ``(low, high)`` pairs as the forward convolution's
+        padding too, as the names are (each side then gets ``dilated kernel - 1 - pad``:
+        PyTorch's convention); by default pairs pad the dilated input directly (JAX's
+        default, kept for compatibility).
 
     Returns:
       The transposed convolution.
@@ -544,6 +549,9 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
                              f"pairs, got {padding!r}.")
         ks = [_dilate(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dilation)]
         padding = [_conv_transpose_pads(k, s, padding) for k, s in zip(ks, strides)]
+    elif use_consistent_padding:  # the forward convolution's padding, as a name would be
+        ks = [_dilate(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dilation)]
+        padding = [(k - 1 - int(lo), k - 1 - int(hi)) for k, (lo, hi) in zip(ks, padding)]
     if transpose_kernel:
         from plax.lax.shape import rev, transpose
         rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
