@@ -26,12 +26,16 @@ NAMESPACES = {
     "random": "jax.random",
     "nn": "jax.nn",
     "tree_util": "jax.tree_util",
-    "scipy.linalg": "jax.scipy.linalg",
-    "scipy.special": "jax.scipy.special",
-    "scipy.signal": "jax.scipy.signal",
-    "scipy.fft": "jax.scipy.fft",
-    "scipy.stats.norm": "jax.scipy.stats.norm",
 }
+# every jax.scipy module with functions (each stats distribution is its own module)
+SCIPY = ("cluster.vq fft integrate interpolate linalg ndimage optimize signal sparse.linalg "
+         "spatial.transform special stats stats.bernoulli stats.beta stats.betabinom stats.binom "
+         "stats.cauchy stats.chi2 stats.dirichlet stats.expon stats.gamma stats.gennorm "
+         "stats.geom stats.gumbel_l stats.gumbel_r stats.laplace stats.logistic "
+         "stats.multinomial stats.multivariate_normal stats.nbinom stats.norm stats.pareto "
+         "stats.poisson stats.t stats.truncnorm stats.uniform stats.vonmises "
+         "stats.wrapcauchy").split()
+NAMESPACES.update({f"scipy.{m}": f"jax.scipy.{m}" for m in SCIPY})
 
 
 def parameters(fn) -> str | None:
