@@ -157,20 +157,20 @@ def check_user_dtype(dtype: Any, fun_name: str | None) -> np.dtype:
 
 # ---------------------------------------------------------------- categories
 
-def issubdtype(arg1: Any, arg2: Any) -> bool:
+def issubdtype(a: Any, b: Any) -> bool:
     """Like ``np.issubdtype``, but knows that bfloat16 is a floating type and float0 is not."""
-    a_dt = to_numpy_dtype(arg1) if not (isinstance(arg1, type) and arg1 in _abstract) else arg1
+    a_dt = to_numpy_dtype(a) if not (isinstance(a, type) and a in _abstract) else a
     if isinstance(a_dt, np.dtype) and a_dt in _extended_floats:
-        if isinstance(arg2, type) and arg2 in _abstract:
-            return arg2 in (np.floating, np.inexact, np.number, np.generic)
-        return to_numpy_dtype(arg2) == a_dt
+        if isinstance(b, type) and b in _abstract:
+            return b in (np.floating, np.inexact, np.number, np.generic)
+        return to_numpy_dtype(b) == a_dt
     if isinstance(a_dt, np.dtype) and a_dt == float0:
-        return isinstance(arg2, np.dtype) and arg2 == float0
-    if not (isinstance(arg2, type) and arg2 in _abstract):
-        arg2 = to_numpy_dtype(arg2)
-        if arg2 in _extended_floats:
+        return isinstance(b, np.dtype) and b == float0
+    if not (isinstance(b, type) and b in _abstract):
+        b = to_numpy_dtype(b)
+        if b in _extended_floats:
             return False
-    return bool(np.issubdtype(a_dt, arg2))
+    return bool(np.issubdtype(a_dt, b))
 
 
 _abstract = {np.generic, np.number, np.inexact, np.floating, np.complexfloating,

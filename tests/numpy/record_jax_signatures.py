@@ -26,6 +26,14 @@ NAMESPACES = {
     "random": "jax.random",
     "nn": "jax.nn",
     "tree_util": "jax.tree_util",
+    "tree": "jax.tree",
+    "nn.initializers": "jax.nn.initializers",
+    "image": "jax.image",
+    "dtypes": "jax.dtypes",
+    "debug": "jax.debug",
+    "sharding": "jax.sharding",
+    "ad_checkpoint": "jax.ad_checkpoint",
+    "custom_derivatives": "jax.custom_derivatives",
 }
 # every jax.scipy module with functions (each stats distribution is its own module)
 SCIPY = ("cluster.vq fft integrate interpolate linalg ndimage optimize signal sparse.linalg "

@@ -106,6 +106,10 @@ def test_keyword_calls_by_jax_names():
     assert jnp.broadcast_to(array=jnp.ones(3), shape=(2, 3)).shape == (2, 3)
     assert lax.reshape(operand=jnp.arange(6), new_sizes=(2, 3)).shape == (2, 3)
     assert lax.squeeze(array=jnp.ones((1, 3)), dimensions=(0,)).shape == (3,)
+    assert plax.dtypes.issubdtype(a=jnp.int8, b=jnp.integer)   # jax.dtypes' names
+    from plax.scipy.stats import gumbel_r, logistic
+    assert float(logistic.ppf(x=0.5)) == 0.0
+    np.testing.assert_allclose(float(gumbel_r.ppf(p=0.5)), -np.log(np.log(2.0)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["add", "maximum", "logaddexp", "logical_and", "negative"])
