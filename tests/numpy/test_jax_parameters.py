@@ -307,3 +307,15 @@ def test_same_values_as_jax():
     np.testing.assert_allclose(  # (sin's last digit is the math library's)
         np.asarray(lax.map(jnp.sin, jnp.asarray(x[[0, 2, 4]]), batch_size=2)),
         np.asarray(jax.lax.map(jjnp.sin, x[[0, 2, 4]], batch_size=2)), rtol=1e-6)
+
+
+def test_debug_print_format_check_and_partitioned(capsys):
+    with pytest.raises(ValueError, match="Unused keyword arguments"):
+        plax.debug.print("x = {x}", x=1, y=2)
+    with pytest.raises(KeyError):
+        plax.debug.print("x = {z}", x=1)
+    plax.debug.print("x = {x}", x=1, y=2, skip_format_check=True)   # the check skipped
+    plax.debug.print("x = {x}", x=3, partitioned=True)   # outside a sharded program: once
+    assert capsys.readouterr().out == "x = 1\nx = 3\n"
+    jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
+    assert "partitioned=True" in str(jaxpr)

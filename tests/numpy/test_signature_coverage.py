@@ -32,10 +32,8 @@ ACCEPTED: dict[str, dict[str, str]] = {
     "lax.all_gather": {"to": NOT_DONE + " (in the plax_pmap plugin, outside this change)"},
     "lax.scan": {"_split_transpose": "a private, experimental JAX flag (leading underscore)"},
     "dtypes.canonicalize_dtype": {"allow_extended_dtype": NOT_DONE},
-    "debug.print": {"partitioned": NOT_DONE, "skip_format_check": NOT_DONE,
-                    "_use_logging": "a private JAX flag (leading underscore)"},
-    "debug.log": {"partitioned": NOT_DONE, "skip_format_check": NOT_DONE,
-                  "_use_logging": "a private JAX flag (leading underscore)"},
+    "debug.print": {"_use_logging": "a private JAX flag (leading underscore)"},
+    "debug.log": {"_use_logging": "a private JAX flag (leading underscore)"},
     "debug.visualize_array_sharding": {"**kwargs": NOT_DONE},
 }
 
