@@ -214,7 +214,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
 
 
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0,
-                             min_width: int = 9, max_width: int = 80) -> None:
+                             min_width: int = 9, max_width: int = 80, color_map=None) -> None:
     """Prints which device holds which block of a rank-1 or rank-2 array, as the table JAX
     0.10 prints (one cell per block, sized by the block, naming the devices that hold it;
     see :mod:`plax.sharding_visualize`).
@@ -225,6 +225,7 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float 
         terminal without colours).
       scale: the table's height in units of 10 lines.
       min_width, max_width: the bounds of a cell's width, in columns.
+      color_map: as for :func:`visualize_sharding` (JAX forwards these keywords to it).
 
     Example:
       >>> plax.debug.visualize_array_sharding(jnp.ones(4))
@@ -233,7 +234,7 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float 
       └───────┘
     """
     visualize_sharding(np.shape(arr), arr.sharding, use_color=use_color, scale=scale,
-                       min_width=min_width, max_width=max_width)
+                       min_width=min_width, max_width=max_width, color_map=color_map)
 
 
 def visualize_sharding(shape, sharding, *, use_color: bool = False, scale: float = 1.0,

@@ -319,3 +319,11 @@ def test_debug_print_format_check_and_partitioned(capsys):
     assert capsys.readouterr().out == "x = 1\nx = 3\n"
     jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
     assert "partitioned=True" in str(jaxpr)
+
+
+def test_canonicalize_dtype_allow_extended_dtype():
+    key_dtype = random.key(0).dtype
+    assert plax.dtypes.canonicalize_dtype(key_dtype, allow_extended_dtype=True) == key_dtype
+    with pytest.raises(TypeError):
+        plax.dtypes.canonicalize_dtype(key_dtype)
+    assert plax.dtypes.canonicalize_dtype(np.float64, True) == jnp.zeros(1, float).dtype

@@ -31,10 +31,10 @@ ACCEPTED: dict[str, dict[str, str]] = {
                                            "NumPy's parameters, so unknown ones fail early"},
     "lax.all_gather": {"to": NOT_DONE + " (in the plax_pmap plugin, outside this change)"},
     "lax.scan": {"_split_transpose": "a private, experimental JAX flag (leading underscore)"},
-    "dtypes.canonicalize_dtype": {"allow_extended_dtype": NOT_DONE},
     "debug.print": {"_use_logging": "a private JAX flag (leading underscore)"},
     "debug.log": {"_use_logging": "a private JAX flag (leading underscore)"},
-    "debug.visualize_array_sharding": {"**kwargs": NOT_DONE},
+    "debug.visualize_array_sharding": {"**kwargs": "JAX forwards them to visualize_sharding; "
+                                                   "plax names those keywords (color_map...)"},
 }
 
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "pos", inspect.Parameter.POSITIONAL_OR_KEYWORD: "any",
