@@ -7,6 +7,8 @@ they see the primal values.
 from __future__ import annotations
 
 import builtins
+import re
+import string
 from typing import Any, Callable
 
 import numpy as np
@@ -66,7 +68,41 @@ def callback(callback: Callable[..., Any] | None = None, *args: Any, ordered: bo
     return None
 
 
-def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
+class _FormatChecker(string.Formatter):
+    """Checks a debug print's template against its arguments when it is traced, as JAX does:
+    a missing field raises KeyError/IndexError, an argument the template never uses raises
+    ValueError (often an f-string passed by mistake). Nothing is formatted: only each field's
+    argument is looked up, not its attributes or items, so no array work is staged."""
+
+    def get_field(self, field_name, args, kwargs):
+        first = re.match(r"[^.\[]*", field_name).group(0)  # the argument, before .attr or [i]
+        key = int(first) if first.isdigit() else first
+        return self.get_value(key, args, kwargs), key
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused_args = [a for i, a in enumerate(args) if i not in used_args]
+        unused_kwargs = [k for k in kwargs if k not in used_args]
+        if unused_args:
+            raise ValueError(f"Unused positional arguments to `jax.debug.print`: {unused_args}")
+        if unused_kwargs:
+            raise ValueError(f"Unused keyword arguments to `jax.debug.print`: {unused_kwargs}. "
+                             "You may be passing an f-string (i.e, `f\"{x}\"`) into "
+                             "`jax.debug.print` and instead should pass in a regular string.")
+
+
+def _check_format(fmt: str, args: tuple, kwargs: dict) -> None:
+    """JAX's trace-time check of a debug print's template (see :class:`_FormatChecker`); a
+    template without replacement fields prints its arguments after it, so it is not checked."""
+    first = next(iter(string.Formatter().parse(fmt)), None) if fmt else None
+    if first is not None and first[1] is not None:
+        _FormatChecker().format(fmt, *args, **kwargs)
+
+
+def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
+          skip_format_check: bool = False, **kwargs: Any) -> None:
     """Prints ``fmt.format(*args, **kwargs)`` with the run-time values of the arrays.
 
     Arrays print as JAX prints them (``str`` of an Array is NumPy's, so ``{}`` of a vector
@@ -78,6 +114,10 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
       *args: the positional values to format (pytrees of arrays and other values).
       **kwargs: the keyword values to format.
       ordered: keep the prints in program order.
+      partitioned: in a ``jit`` of explicitly sharded arguments, print each device's local
+        shards instead of the gathered values (as :func:`callback`'s ``partitioned``).
+      skip_format_check: do not check ``fmt`` against the arguments when tracing (JAX's
+        check: a missing field raises KeyError/IndexError, an unused argument ValueError).
 
     Example:
       >>> _ = plax.jit(lambda x: plax.debug.print("x = {x}", x=x) or x)(1.0)
@@ -85,6 +125,8 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     """
     if not isinstance(fmt, str):
         raise TypeError(f"debug.print fmt must be a string, got {type(fmt).__name__}")
+    if not skip_format_check:
+        _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
 
     def _print(*a, **k):
@@ -93,7 +135,7 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
 
     _print.__name__ = "debug_print"
     _print.printed_as = _debug_print_equation(fmt, options)
-    _debug_callback(_print, *args, ordered=ordered, **kwargs)
+    _debug_callback(_print, *args, ordered=ordered, partitioned=partitioned, **kwargs)
 
 
 def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callable:
@@ -112,7 +154,8 @@ def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callab
         return "debug_print", {
             "fmt": fmt, "has_placeholders": has_placeholders, "in_tree": cb.in_tree,
             "logging_record": record, "np_printoptions": tuple(options.items()),
-            "ordered": params["ordered"], "partitioned": False, "static_args": static_args}
+            "ordered": params["ordered"], "partitioned": cb.partitioned,
+            "static_args": static_args}
 
     return printed_as
 
@@ -122,7 +165,8 @@ def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callab
 LOG_LOGGER = "jax._src.debugging"
 
 
-def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
+def log(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, **kwargs: Any) -> None:
     """As :func:`print`, through the ``logging`` module: each time the program runs, an INFO
     record of the ``"jax._src.debugging"`` logger (the name JAX's ``jax.debug.log`` logs
     under, so a logging configuration written for JAX applies) whose message is
@@ -133,6 +177,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
       *args: the positional values to format (pytrees of arrays and other values).
       **kwargs: the keyword values to format.
       ordered: keep the records in program order.
+      partitioned, skip_format_check: as for :func:`print`.
 
     Example:
       >>> import logging
@@ -142,6 +187,8 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     import sys
     if not isinstance(fmt, str):
         raise TypeError(f"debug.log fmt must be a string, got {type(fmt).__name__}")
+    if not skip_format_check:
+        _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
     import copy
     caller = sys._getframe(1)
@@ -163,11 +210,11 @@ def log(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
 
     _log.__name__ = "debug_log"
     _log.printed_as = _debug_print_equation(fmt, options, record)
-    _debug_callback(_log, *args, ordered=ordered, **kwargs)
+    _debug_callback(_log, *args, ordered=ordered, partitioned=partitioned, **kwargs)
 
 
 def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float = 1.0,
-                             min_width: int = 9, max_width: int = 80) -> None:
+                             min_width: int = 9, max_width: int = 80, color_map=None) -> None:
     """Prints which device holds which block of a rank-1 or rank-2 array, as the table JAX
     0.10 prints (one cell per block, sized by the block, naming the devices that hold it;
     see :mod:`plax.sharding_visualize`).
@@ -178,6 +225,7 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float 
         terminal without colours).
       scale: the table's height in units of 10 lines.
       min_width, max_width: the bounds of a cell's width, in columns.
+      color_map: as for :func:`visualize_sharding` (JAX forwards these keywords to it).
 
     Example:
       >>> plax.debug.visualize_array_sharding(jnp.ones(4))
@@ -186,7 +234,7 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = False, scale: float 
       └───────┘
     """
     visualize_sharding(np.shape(arr), arr.sharding, use_color=use_color, scale=scale,
-                       min_width=min_width, max_width=max_width)
+                       min_width=min_width, max_width=max_width, color_map=color_map)
 
 
 def visualize_sharding(shape, sharding, *, use_color: bool = False, scale: float = 1.0,

@@ -22,6 +22,7 @@ import functools
 import os
 import re
 import threading
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
@@ -231,14 +232,21 @@ def _local_devices(platform: str | None = None, backend: str | None = None) -> l
     raise RuntimeError(reg.unavailable(platform))
 
 
-def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list[Device]:
     """The devices of this process (of the default platform, or of ``backend``): all of
     :func:`devices` except in a multi-process run (:mod:`plax.distributed`).
 
     Args:
       process_index: must be None or this process's index.
       backend: a backend or platform name, as for :func:`devices`.
+      host_id: JAX's older name of ``process_index`` (a DeprecationWarning, as in JAX).
     """
+    if host_id is not None:
+        warnings.warn("The argument to jax.local_devices has been renamed from `host_id` to "
+                      "`process_index`. This alias will eventually be removed; please update "
+                      "your code.", DeprecationWarning, stacklevel=2)
+        process_index = host_id
     if process_index is not None and process_index != globals()["process_index"]():
         raise ValueError(f"local_devices: process_index={process_index} is not this process "
                          f"({globals()['process_index']()}); only this process's devices are "
@@ -256,15 +264,20 @@ def local_device_count(backend: str | None = None) -> int:
     return len(local_devices(backend=backend))
 
 
-def process_index() -> int:
-    """This process's index in a multi-process run (0 otherwise)."""
+def process_index(backend: str | None = None) -> int:
+    """This process's index in a multi-process run (0 otherwise); ``backend`` (a backend or
+    platform name) must be available, as in JAX."""
+    if backend is not None:
+        devices(backend)  # its error for an unknown or unavailable backend
     from plax import distributed
     return distributed._state["process_index"]
 
 
-def process_count() -> int:
+def process_count(backend: str | None = None) -> int:
     """The number of processes of the run (1 unless :func:`plax.distributed.initialize`
-    joined several)."""
+    joined several); ``backend`` (a backend or platform name) must be available."""
+    if backend is not None:
+        devices(backend)  # its error for an unknown or unavailable backend
     from plax import distributed
     return distributed._state["process_count"]
 
@@ -328,25 +341,26 @@ config.on_change(_on_config_change)
 
 
 @contextlib.contextmanager
-def default_device_context(device: Device | str | None) -> Iterator[None]:
-    """Places new arrays on ``device`` inside a ``with`` block (``plax.default_device(d)``).
+def default_device_context(new_val: Device | str | None) -> Iterator[None]:
+    """Places new arrays on ``new_val`` inside a ``with`` block (``plax.default_device(d)``).
 
     Args:
-      device: a Device, a platform name (its first device), or None (no change).
+      new_val: a Device, a platform name (its first device), or None (no change); JAX's
+        parameter name.
 
     Raises:
-      ValueError: ``device`` is neither (as in JAX).
+      ValueError: ``new_val`` is neither (as in JAX).
       RuntimeError: the named platform is not available.
     """
-    if device is None:
+    if new_val is None:
         yield
         return
-    if isinstance(device, str):
-        device = devices(device)[0]
-    if not isinstance(device, Device):
+    if isinstance(new_val, str):
+        new_val = devices(new_val)[0]
+    if not isinstance(new_val, Device):
         raise ValueError(f"plax.default_device expects a Device (e.g. plax.devices('cpu')[0]) or "
-                         f"a platform name, got {device!r} of type {type(device).__name__}.")
-    _default_state.stack.append(device)
+                         f"a platform name, got {new_val!r} of type {type(new_val).__name__}.")
+    _default_state.stack.append(new_val)
     try:
         yield
     finally:
@@ -437,7 +451,8 @@ def move_buffer(buf: Any, src: Device, dst: Device, *, src_backend=None, dst_bac
     return dst_backend.put(np.asarray(src_backend.to_host(buf)), dst)
 
 
-def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, donate: bool = False):
+def device_put(x: Any, device: Any = None, *, src: Any = None, may_alias: bool | None = None,
+               donate: bool = False):
     """Places ``x`` (a pytree of arrays and scalars) on ``device``.
 
     Args:
@@ -452,6 +467,8 @@ def device_put(x: Any, device: Any = None, *, may_alias: bool | None = None, don
         devices), every leaf is split as it says, one buffer per device, and carries it.
         With None, Arrays stay where they are and other leaves go to the default device,
         uncommitted.
+      src: where ``x`` is now (JAX's hint for its transfers); plax reads that from each
+        leaf itself, so ``src`` changes nothing.
 
     Returns:
       The same structure with every leaf a :class:`plax.Array` on the device.

@@ -89,11 +89,14 @@ def _canonicalize(dtype: np.dtype, x64: bool) -> np.dtype:
     return dtype if x64 else _to_32bit.get(dtype, dtype)
 
 
-def canonicalize_dtype(dtype: Any) -> np.dtype:
+def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:
     """Returns the dtype plax uses for ``dtype`` under the current x64 setting.
 
     Args:
       dtype: anything ``np.dtype`` accepts, a plax scalar type, or a Python type.
+      allow_extended_dtype: whether a typed PRNG key dtype (``key<fry>``, JAX's extended
+        dtypes) is returned as it is; otherwise it is refused (a TypeError, where JAX
+        raises ValueError).
 
     Returns:
       A ``numpy.dtype``; 64-bit types become 32-bit ones when x64 is disabled.
@@ -107,7 +110,15 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
         known = _canonical_of[x64].get(dtype)
         if known is not None:
             return known
-    return _canonicalize(to_numpy_dtype(dtype), x64)
+    try:
+        np_dtype = to_numpy_dtype(dtype)
+    except TypeError:  # (only then is it worth asking whether it is a key dtype)
+        if allow_extended_dtype:
+            from plax.random.keys import KeyDType
+            if isinstance(dtype, KeyDType):
+                return dtype
+        raise  # (the TypeError every dtype check of plax gives a key dtype; JAX's ValueError)
+    return _canonicalize(np_dtype, x64)
 
 
 def to_numpy_dtype(dtype: Any) -> np.dtype:

@@ -51,6 +51,14 @@ def asarray(x: Any):
     return from_host(x)
 
 
+def out_sharded(compute, out_sharding: Any):
+    """``compute()`` with the explicit sharding ``out_sharding`` (the ``out_sharding=`` and
+    ``sharding=`` parameters of JAX's lax functions): :func:`plax.sharding_types.
+    with_out_sharding`, imported only when a sharding is given."""
+    from plax.sharding_types import with_out_sharding
+    return with_out_sharding(compute, out_sharding)
+
+
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
     """``axis`` in ``[0, ndim)``, accepting negative axes.
 

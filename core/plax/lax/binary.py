@@ -80,8 +80,32 @@ nextafter_p = _naryop("nextafter", (FLOAT,))
 add_any_p = _naryop("add_any", NUMBER)
 _ADD_ANY_BROADCASTING = broadcast_batcher(add_any_p)
 
-add, sub, mul, div, rem = map(_bind2, (add_p, sub_p, mul_p, div_p, rem_p))
-max, min, atan2, nextafter = map(_bind2, (max_p, min_p, atan2_p, nextafter_p))
+add, sub, div, rem = map(_bind2, (add_p, sub_p, div_p, rem_p))
+
+
+def mul(x, y, out_dtype=None):
+    """Elementwise ``x * y`` of two arrays of equal dtype (see jax.lax.mul).
+
+    ``out_dtype``: the result's dtype; as JAX documents it, the operands are converted to it
+    before the product (so ``int8 * int8`` can be exact in ``int32``). A positional-or-keyword
+    default, so a call without it costs nothing more.
+
+    Example:
+      >>> lax.mul(jnp.int8(3), jnp.int8(100), out_dtype=jnp.int32)
+      Array(300, dtype=int32)
+    """
+    if out_dtype is not None:
+        from plax.lax.convert import convert_element_type
+        dt = dtypes.canonicalize_dtype(out_dtype)
+        x, y = convert_element_type(x, dt), convert_element_type(y, dt)
+    return mul_p.bind(asarray(x), asarray(y))
+max, min, atan2 = map(_bind2, (max_p, min_p, atan2_p))
+
+
+def nextafter(x1, x2):
+    """The next representable value after ``x1`` towards ``x2``, elementwise (float arrays of
+    equal dtype; JAX's parameter names)."""
+    return nextafter_p.bind(asarray(x1), asarray(x2))
 
 
 @pow_p.def_abstract_eval

@@ -27,29 +27,29 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
-def convert_element_type(x, new_dtype, weak_type: bool = False):
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
     """Casts ``x`` to ``new_dtype`` elementwise (complex to real keeps the real part, with a warning).
 
     Example:
       >>> lax.convert_element_type(jnp.array([1.7]), jnp.int32)
       Array([1], dtype=int32)
     """
-    if not isinstance(x, (Array, Tracer)):
-        if x is None:  # a ValueError, as JAX raises for None here
+    if not isinstance(operand, (Array, Tracer)):
+        if operand is None:  # a ValueError, as JAX raises for None here
             raise ValueError("convert_element_type: None is not a valid operand (it has no "
                              "numeric value)")
-        x = asarray(x)
+        operand = asarray(operand)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    aval = aval_of(x)
+    aval = aval_of(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return x
+        return operand
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=2)
-    folded = _fold_host_scalar(x, aval, new_dtype, weak_type)
+    folded = _fold_host_scalar(operand, aval, new_dtype, weak_type)
     if folded is not None:
         return folded
-    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
 def _fold_host_scalar(x, aval: ShapedArray, new_dtype, weak_type) -> Array | None:
@@ -134,9 +134,9 @@ def _bitcast_abstract_eval(x, *, new_dtype):
     return ShapedArray(shape, new_dtype, False)
 
 
-def bitcast_convert_type(x, new_dtype):
+def bitcast_convert_type(operand, new_dtype):
     """Reinterprets the bits of ``x`` as ``new_dtype``; a size change adds or removes a last axis."""
-    return bitcast_convert_type_p.bind(asarray(x), new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    return bitcast_convert_type_p.bind(asarray(operand), new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
 defzero(bitcast_convert_type_p)

@@ -18,7 +18,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
+from plax.lax.base import NUMBER, asarray, aval_of, check_dtype, out_sharded
 from plax.lax.dot import _canonical_precision  # one canonical form for every product
 from plax.transforms.jvp import Zero, bilinear_jvp
 
@@ -404,7 +404,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
                          lhs_dilation: Sequence[int] | None = None,
                          rhs_dilation: Sequence[int] | None = None, dimension_numbers=None,
                          feature_group_count: int = 1, batch_group_count: int = 1,
-                         precision=None, preferred_element_type=None):
+                         precision=None, preferred_element_type=None, out_sharding=None):
     """General N-d convolution (a cross-correlation, as in JAX and XLA).
 
     Args:
@@ -433,6 +433,11 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
       >>> lax.conv_general_dilated(jnp.ones((1, 1, 5)), jnp.ones((1, 1, 3)), (1,), "VALID")
       Array([[[3., 3., 3.]]], dtype=float32)
     """
+    if out_sharding is not None:  # the result's explicit sharding
+        return out_sharded(lambda: conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+            feature_group_count, batch_group_count, precision, preferred_element_type),
+            out_sharding)
     lhs, rhs = asarray(lhs), asarray(rhs)
     la, ra = aval_of(lhs), aval_of(rhs)
     dn = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
@@ -500,7 +505,8 @@ _TRANSPOSE_LAYOUTS = {3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
 
 def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
                    rhs_dilation: Sequence[int] | None = None, dimension_numbers=None,
-                   transpose_kernel: bool = False, precision=None, preferred_element_type=None):
+                   transpose_kernel: bool = False, precision=None, preferred_element_type=None,
+                   use_consistent_padding: bool = False):
     """Transposed ("deconvolution") convolution: a convolution of the input dilated by
     ``strides``.
 
@@ -514,6 +520,10 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
       transpose_kernel: flip the kernel's spatial axes and swap its I and O axes, making this
         the gradient of ``conv_general_dilated`` with the same kernel.
       precision, preferred_element_type: as for :func:`conv_general_dilated`.
+      use_consistent_padding: read ``(low, high)`` pairs as the forward convolution's
+        padding too, as the names are (each side then gets ``dilated kernel - 1 - pad``:
+        PyTorch's convention); by default pairs pad the dilated input directly (JAX's
+        default, kept for compatibility).
 
     Returns:
       The transposed convolution.
@@ -539,6 +549,9 @@ def conv_transpose(lhs, rhs, strides: Sequence[int], padding,
                              f"pairs, got {padding!r}.")
         ks = [_dilate(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dilation)]
         padding = [_conv_transpose_pads(k, s, padding) for k, s in zip(ks, strides)]
+    elif use_consistent_padding:  # the forward convolution's padding, as a name would be
+        ks = [_dilate(ra.shape[a], d) for a, d in zip(dn.rhs_spec[2:], rhs_dilation)]
+        padding = [(k - 1 - int(lo), k - 1 - int(hi)) for k, (lo, hi) in zip(ks, padding)]
     if transpose_kernel:
         from plax.lax.shape import rev, transpose
         rhs = rev(rhs, tuple(dn.rhs_spec[2:]))

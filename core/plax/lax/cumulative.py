@@ -38,9 +38,9 @@ def _cumulative_prim(name: str, allowed) -> Primitive:
 
 
 def _cumulative(prim):
-    def op(x, axis: int = 0, reverse: bool = False):
-        x = asarray(x)
-        return prim.bind(x, axis=canonicalize_axis(axis, aval_of(x).ndim), reverse=bool(reverse))
+    def op(operand, axis: int = 0, reverse: bool = False):
+        operand = asarray(operand)
+        return prim.bind(operand, axis=canonicalize_axis(axis, aval_of(operand).ndim), reverse=bool(reverse))
     op.__name__ = prim.name
     op.__doc__ = f"Cumulative ``{prim.name[3:]}`` along ``axis``; from the end if ``reverse``."
     return op

@@ -9,7 +9,7 @@ from plax.core.pretty_print import pp_param_rules
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import NUMBER, asarray, aval_of, check_dtype
+from plax.lax.base import NUMBER, asarray, aval_of, check_dtype, out_sharded
 from plax.transforms.jvp import Zero, bilinear_jvp
 
 dot_general_p = Primitive("dot_general")
@@ -110,7 +110,8 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
     """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch))``. The output holds batch axes, then lhs free axes, then rhs free axes.
 
@@ -118,6 +119,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       >>> lax.dot_general(jnp.ones((2, 3)), jnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
       (2, 4)
     """
+    if out_sharding is not None:  # the result's explicit sharding
+        return out_sharded(lambda: dot_general(lhs, rhs, dimension_numbers, precision,
+                                               preferred_element_type), out_sharding)
     try:
         dn = _dn_cache[dimension_numbers]
     except (KeyError, TypeError):  # new, or unhashable (lists)
@@ -199,7 +203,8 @@ def _dot_general_pp_params(params: dict) -> dict:
 pp_param_rules[dot_general_p] = _dot_general_pp_params
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
     """Vector/matrix products: 1-D . 1-D, 2-D . 1-D, 1-D . 2-D and 2-D . 2-D (lax.dot); with
     ``dimension_numbers``, :func:`dot_general`.
 
@@ -207,6 +212,9 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numb
       ValueError: without ``dimension_numbers``, for operands that are not 1-D or 2-D or whose
         contracted sizes (the last of ``lhs``, the first of ``rhs``) differ.
     """
+    if out_sharding is not None:  # the result's explicit sharding
+        return out_sharded(lambda: dot(lhs, rhs, precision, preferred_element_type,
+                                       dimension_numbers=dimension_numbers), out_sharding)
     if dimension_numbers is None:
         ls, rs = _shape_of(lhs), _shape_of(rhs)
         if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):

@@ -53,11 +53,14 @@ def _reduce_prim(name: str, allowed) -> Primitive:
 
 
 def _reducer(prim):
-    def op(x, axes: Sequence[int]):
-        x = asarray(x)
-        nd = aval_of(x).ndim
+    def op(operand, axes: Sequence[int], out_sharding=None):
+        if out_sharding is not None:  # the result's explicit sharding (JAX: reduce_sum's)
+            from plax.lax.base import out_sharded
+            return out_sharded(lambda: op(operand, axes), out_sharding)
+        operand = asarray(operand)
+        nd = aval_of(operand).ndim
         axes = tuple(sorted(canonicalize_axis(a, nd) for a in axes))
-        return prim.bind(x, axes=axes)
+        return prim.bind(operand, axes=axes)
     op.__name__ = prim.name
     op.__doc__ = f"``{prim.name}`` of ``x`` over ``axes`` (see jax.lax.{prim.name})."
     return op
@@ -175,16 +178,16 @@ register_fusible(argmax_p, ARG_REDUCTION)  # (for a generator that tracks the in
 register_fusible(argmin_p, ARG_REDUCTION)
 
 
-def argmax(x, axis: int, index_dtype=np.int32):
+def argmax(operand, axis: int, index_dtype=np.int32):
     """Index of the largest element along ``axis`` (the first one on ties; NaN counts as largest)."""
-    x = asarray(x)
-    axis = canonicalize_axis(axis, aval_of(x).ndim)
-    return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    operand = asarray(operand)
+    axis = canonicalize_axis(axis, aval_of(operand).ndim)
+    return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
-def argmin(x, axis: int, index_dtype=np.int32):
+def argmin(operand, axis: int, index_dtype=np.int32):
     """Index of the smallest element along ``axis`` (the first one on ties; NaN counts as smallest)."""
-    x = asarray(x)
-    axis = canonicalize_axis(axis, aval_of(x).ndim)
-    return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    operand = asarray(operand)
+    axis = canonicalize_axis(axis, aval_of(operand).ndim)
+    return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 

@@ -15,7 +15,7 @@ from plax.lowering.fusion import BROADCAST, INDEX, STRUCTURAL, register_fusible
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
 from plax.core.varying import vary_like
-from plax.lax.base import (asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
+from plax.lax.base import (out_sharded, asarray, aval_of, canonicalize_axis, lax_shape, operator_index,
                           same_dtypes)
 from plax.transforms.batching import move_axis_to
 from plax.transforms.jvp import Zero, deflinear, defzero
@@ -64,19 +64,24 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
-def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
-    """Broadcasts ``x`` to ``shape``; operand axis i becomes output axis ``broadcast_dimensions[i]``.
+def broadcast_in_dim(operand, shape: Sequence[int], broadcast_dimensions: Sequence[int],
+                     out_sharding=None):
+    """Broadcasts ``operand`` to ``shape``; its axis i becomes output axis
+    ``broadcast_dimensions[i]``; ``out_sharding``: the result's explicit sharding.
 
     Example:
       >>> lax.broadcast_in_dim(jnp.ones(3), (2, 3), (1,)).shape
       (2, 3)
     """
-    x = asarray(x)
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcast_in_dim(operand, shape, broadcast_dimensions),
+                           out_sharding)
+    operand = asarray(operand)
     shape = lax_shape(shape, "broadcast_in_dim shape")
     dims = tuple(int(d) for d in broadcast_dimensions)
-    if aval_of(x).shape == shape and dims == tuple(range(len(shape))):
-        return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+    if aval_of(operand).shape == shape and dims == tuple(range(len(shape))):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
@@ -106,12 +111,15 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
                                    broadcast_dimensions=(0,) + shifted), 0
 
 
-def broadcast(x, sizes: Sequence[int]):
-    """Adds leading axes of ``sizes`` to ``x`` (JAX's lax.broadcast)."""
-    x = asarray(x)
-    a = aval_of(x)
+def broadcast(operand, sizes: Sequence[int], out_sharding=None):
+    """Adds leading axes of ``sizes`` to ``operand`` (JAX's lax.broadcast; ``out_sharding``:
+    the result's explicit sharding)."""
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcast(operand, sizes), out_sharding)
+    operand = asarray(operand)
+    a = aval_of(operand)
     sizes = lax_shape(sizes, "broadcast sizes")
-    return broadcast_in_dim(x, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
+    return broadcast_in_dim(operand, sizes + a.shape, tuple(range(len(sizes), len(sizes) + a.ndim)))
 
 
 def broadcast_size_one(x, shape: Sequence[int]):
@@ -147,13 +155,17 @@ def broadcast_to_rank(x, rank: int):
     return broadcast(x, (1,) * (rank - a.ndim))
 
 
-def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None = None):
-    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's).
+def full(shape: Sequence[int], fill_value, dtype=None, sharding=None, *,
+         weak_type: bool | None = None):
+    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, default the value's;
+    ``sharding``: the result's explicit sharding).
 
     Example:
       >>> lax.full((2,), 3.0)
       Array([3., 3.], dtype=float32, weak_type=True)
     """
+    if sharding is not None:
+        return out_sharded(lambda: full(shape, fill_value, dtype, weak_type=weak_type), sharding)
     from plax.array import from_host
     from plax.lax.convert import convert_element_type
     shape = lax_shape(shape, "full shape")
@@ -172,8 +184,11 @@ def full(shape: Sequence[int], fill_value, dtype=None, *, weak_type: bool | None
     return broadcast_in_dim(fill, shape, ())
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``
+    (``sharding``: the result's explicit sharding)."""
+    if sharding is not None:
+        return out_sharded(lambda: full_like(x, fill_value, dtype, shape), sharding)
     a = aval_of(asarray(x)) if not hasattr(x, "aval") else x.aval
     dt = dtype if dtype is not None else a.dtype
     out = full(a.shape if shape is None else shape, fill_value, dt,
@@ -211,7 +226,7 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions=None, sharding=None):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
-def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
+def reshape(operand, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
             out_sharding=None):
     """Reshapes ``x``, in row-major order, after transposing it by ``dimensions`` if given.
 
@@ -242,14 +257,14 @@ def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None
         from plax.sharding_types import recorded_out_sharding, with_out_sharding
         recorded = recorded_out_sharding(out_sharding, "reshape")
         if recorded is None:  # another kind of Sharding: computed, then placed
-            return with_out_sharding(lambda: _reshape(x, new_sizes, dimensions, None),
+            return with_out_sharding(lambda: _reshape(operand, new_sizes, dimensions, None),
                                      out_sharding)
-        out = _reshape(x, new_sizes, dimensions, recorded)
+        out = _reshape(operand, new_sizes, dimensions, recorded)
         if not _typed_as(out, recorded) or _unplaced(out):
             from plax.sharding import reshard  # an operand on no mesh: typed and placed
             out = reshard(out, out_sharding)
         return out
-    return _reshape(x, new_sizes, dimensions, None)
+    return _reshape(operand, new_sizes, dimensions, None)
 
 
 def _reshape(x, new_sizes, dimensions, sharding):
@@ -336,13 +351,13 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
-def transpose(x, permutation: Sequence[int]):
+def transpose(operand, permutation: Sequence[int]):
     """Permutes the axes of ``x``: output axis i is input axis ``permutation[i]``."""
-    x = asarray(x)
+    operand = asarray(operand)
     permutation = tuple(int(p) for p in permutation)
-    if permutation == tuple(range(len(permutation))) and len(permutation) == aval_of(x).ndim:
-        return x
-    return transpose_p.bind(x, permutation=permutation)
+    if permutation == tuple(range(len(permutation))) and len(permutation) == aval_of(operand).ndim:
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
 
 
 deflinear(transpose_p, lambda ct, x, *, permutation:
@@ -375,14 +390,14 @@ def _squeeze_abstract_eval(x, *, dimensions):
                        x.dtype, x.weak_type)
 
 
-def squeeze(x, dimensions: Sequence[int]):
+def squeeze(array, dimensions: Sequence[int]):
     """Removes the size-1 axes ``dimensions`` of ``x``."""
-    x = asarray(x)
-    nd = aval_of(x).ndim
+    array = asarray(array)
+    nd = aval_of(array).ndim
     dims = tuple(sorted({canonicalize_axis(d, nd, "squeeze dimension") for d in dimensions}))
     if not dims:
-        return x
-    return squeeze_p.bind(x, dimensions=dims)
+        return array
+    return squeeze_p.bind(array, dimensions=dims)
 
 
 # JAX transposes squeeze to expand_dims (a broadcast_in_dim)
@@ -419,20 +434,20 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def expand_dims(x, dimensions: Sequence[int]):
+def expand_dims(array, dimensions: Sequence[int]):
     """Inserts size-1 axes at positions ``dimensions`` of the result."""
-    x = asarray(x)
-    out_rank = aval_of(x).ndim + len(dimensions)
+    array = asarray(array)
+    out_rank = aval_of(array).ndim + len(dimensions)
     dims = tuple(sorted(canonicalize_axis(d, out_rank) for d in dimensions))
     if len(set(dims)) != len(dims):
         raise ValueError(f"repeated axis in expand_dims: {tuple(dimensions)}")
     if not dims:
-        return x
+        return array
     # JAX stages broadcast_in_dim here; expand_dims_p stays for rules and plugins that bind it
-    shape = list(aval_of(x).shape)
+    shape = list(aval_of(array).shape)
     for d in dims:
         shape.insert(d, 1)
-    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
+    return broadcast_in_dim_p.bind(array, shape=tuple(shape),
                                    broadcast_dimensions=tuple(i for i in range(out_rank)
                                                               if i not in dims))
 
@@ -458,18 +473,18 @@ def _rev_abstract_eval(x, *, dimensions):
     return x
 
 
-def rev(x, dimensions: Sequence[int]):
+def rev(operand, dimensions: Sequence[int]):
     """Reverses ``x`` along ``dimensions``."""
-    x = asarray(x)
-    nd = aval_of(x).ndim
+    operand = asarray(operand)
+    nd = aval_of(operand).ndim
     dims = tuple(int(d) for d in dimensions)
     if any(not -nd <= d < nd for d in dims):
         raise TypeError(f"rev dimensions must all be axes of the operand, got dimensions {dims} "
                         f"for operand ndim {nd}.")
     dims = tuple(d + nd if d < 0 else d for d in dims)
     if not dims:
-        return x
-    return rev_p.bind(x, dimensions=dims)
+        return operand
+    return rev_p.bind(operand, dimensions=dims)
 
 
 deflinear(rev_p, lambda ct, x, *, dimensions:
@@ -510,7 +525,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+def pad(operand, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     """Pads ``x`` with ``padding_value``: ``(low, high, interior)`` per axis; negative low/high crop.
 
     Example:
@@ -520,7 +535,7 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
     # NumPy integers kept as given: JAX's jaxprs print them so (``np.int64(1)``)
     cfg = tuple(tuple(v if isinstance(v, np.integer) else int(v) for v in c)
                 for c in padding_config)
-    return pad_p.bind(asarray(x), asarray(padding_value), padding_config=cfg)
+    return pad_p.bind(asarray(operand), asarray(padding_value), padding_config=cfg)
 
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
@@ -858,7 +873,7 @@ def iota(dtype, size: int):
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int, out_sharding=None):
     """An array of ``shape`` whose values count along axis ``dimension``.
 
     Args:
@@ -866,6 +881,7 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
       shape: the result's shape (negative sizes raise TypeError).
       dimension: the axis that counts, in ``[0, len(shape))``; as in JAX a negative one is
         not wrapped but raises ValueError.
+      out_sharding: the result's explicit sharding.
 
     Returns:
       The array of ``dtype``.
@@ -875,15 +891,17 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
       Array([[0, 1, 2],
              [0, 1, 2]], dtype=int32)
     """
+    if out_sharding is not None:
+        return out_sharded(lambda: broadcasted_iota(dtype, shape, dimension), out_sharding)
     shape = lax_shape(shape, "iota shape")
     # as JAX: an integer dimension, checked (not wrapped) by the abstract evaluation
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
                        dimension=operator_index(dimension))
 
 
-def collapse(x, start_dimension: int, stop_dimension: int | None = None):
+def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     """Merges axes ``[start, stop)`` of ``x`` into one."""
-    shape = aval_of(x).shape
+    shape = aval_of(operand).shape
     stop = len(shape) if stop_dimension is None else stop_dimension
     new = shape[:start_dimension] + (math.prod(shape[start_dimension:stop]),) + shape[stop:]
-    return reshape(x, new)
+    return reshape(operand, new)

@@ -64,7 +64,7 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
 
-def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],
+def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int],
           strides: Sequence[int] | None = None):
     """The static slice ``x[start:limit:stride]`` along every axis.
 
@@ -72,25 +72,25 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],
       >>> lax.slice(jnp.arange(5), (1,), (4,))
       Array([1, 2, 3], dtype=int32)
     """
-    x = asarray(x)
+    operand = asarray(operand)
     start = tuple(_static_int(i, "slice start_indices") for i in start_indices)
     limit = tuple(_static_int(i, "slice limit_indices") for i in limit_indices)
-    if strides is not None and len(strides) != aval_of(x).ndim:
+    if strides is not None and len(strides) != aval_of(operand).ndim:
         raise TypeError(f"slice strides must have length equal to the number of dimensions of "
                         f"the operand, got strides {tuple(strides)} for operand shape "
                         f"{aval_of(x).shape}.")
     # strides stay as given, all ones included (JAX prints them, and its batching rule keeps
     # them: vmap of slice_in_dim shows strides=(1, 1))
     strides = None if strides is None else tuple(int(s) for s in strides)
-    if strides is None and start == (0,) * len(start) and limit == aval_of(x).shape:
-        return x
-    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
+    if strides is None and start == (0,) * len(start) and limit == aval_of(operand).shape:
+        return operand
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
 
 
-def slice_in_dim(x, start_index: int | None, limit_index: int | None, stride: int = 1,
+def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stride: int = 1,
                  axis: int = 0):
     """``slice`` along one axis; negative ``start_index`` / ``limit_index`` count from the end."""
-    shape = aval_of(asarray(x)).shape
+    shape = aval_of(asarray(operand)).shape
     axis = int(axis)
     d = shape[axis]
     lo = [0] * len(shape)
@@ -101,24 +101,24 @@ def slice_in_dim(x, start_index: int | None, limit_index: int | None, stride: in
     lo[axis] = start + d if start < 0 else start
     hi[axis] = limit + d if limit < 0 else limit
     st[axis] = _static_int(stride, "slice_in_dim stride")
-    return slice(x, lo, hi, st)
+    return slice(operand, lo, hi, st)
 
 
-def index_in_dim(x, index: int, axis: int = 0, keepdims: bool = True):
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     """Element ``index`` along ``axis`` (keeping the axis if ``keepdims``).
 
     Raises:
       IndexError: if ``index`` is outside ``[-size, size)`` for the axis.
     """
     from plax.lax.shape import squeeze
-    x = asarray(x)
+    operand = asarray(operand)
     index, axis = _static_int(index, "index_in_dim index"), int(axis)
-    d = aval_of(x).shape[axis]
+    d = aval_of(operand).shape[axis]
     i = index + d if index < 0 else index
     if not 0 <= i < d:
         raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
                          f"size {d}")
-    out = slice_in_dim(x, i, i + 1, 1, axis)
+    out = slice_in_dim(operand, i, i + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
 
@@ -238,7 +238,7 @@ def _start_index_list(name, x, start_indices, allow_negative_indices):
     return out
 
 
-def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *,
+def dynamic_slice(operand, start_indices: Sequence, slice_sizes: Sequence[int], *,
                   allow_negative_indices: bool | Sequence[bool] = True):
     """The slice of ``slice_sizes`` starting at traced ``start_indices``.
 
@@ -256,13 +256,13 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *,
       TypeError: for non-integer or non-scalar start indices, or slice sizes that are
         negative or exceed the operand's shape.
     """
-    x = asarray(x)
-    idx = _start_index_list("dynamic_slice", x, start_indices, allow_negative_indices)
+    operand = asarray(operand)
+    idx = _start_index_list("dynamic_slice", operand, start_indices, allow_negative_indices)
     sizes = lax_shape(slice_sizes, "dynamic_slice slice_sizes")
     if len(sizes) != len(idx):
         raise ValueError(f"dynamic_slice: slice_sizes {sizes} must have one entry per axis of "
                          f"the operand, of shape {aval_of(x).shape}")
-    return dynamic_slice_p.bind(x, *idx, slice_sizes=sizes)
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
 
 
 def _zero_like_index(i):
@@ -272,11 +272,11 @@ def _zero_like_index(i):
     return np.zeros((), dt)[()]
 
 
-def dynamic_slice_in_dim(x, start_index, slice_size: int, axis: int = 0, *,
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True):
     """``dynamic_slice`` of ``slice_size`` elements from ``start_index`` along ``axis``."""
-    x = asarray(x)
-    a = aval_of(x)
+    operand = asarray(operand)
+    a = aval_of(operand)
     axis = int(axis)
     starts = [_zero_like_index(start_index)] * a.ndim
     starts[axis] = start_index
@@ -284,14 +284,14 @@ def dynamic_slice_in_dim(x, start_index, slice_size: int, axis: int = 0, *,
     sizes[axis] = slice_size
     wrap = [False] * a.ndim
     wrap[axis] = allow_negative_indices
-    return dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=wrap)
 
 
-def dynamic_index_in_dim(x, index, axis: int = 0, keepdims: bool = True, *,
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True):
     """Element ``index`` (possibly traced; negative counts from the end) along ``axis``."""
     from plax.lax.shape import squeeze
-    out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
+    out = dynamic_slice_in_dim(operand, index, 1, axis, allow_negative_indices=allow_negative_indices)
     return out if keepdims else squeeze(out, (int(axis),))
 
 
@@ -354,7 +354,7 @@ def _dus_abstract_eval(x, update, *indices):
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence, *,
+def dynamic_update_slice(operand, update, start_indices: Sequence, *,
                          allow_negative_indices: bool | Sequence[bool] = True):
     """``x`` with ``update`` written at traced ``start_indices`` (negative ones count from the
     end unless ``allow_negative_indices=False``; the start is clamped so the update fits).
@@ -369,8 +369,8 @@ def dynamic_update_slice(x, update, start_indices: Sequence, *,
     """
     if _mesh_maybe_set[0]:
         from plax.sharding_device_typed import check_update_typed_as_operand
-        check_update_typed_as_operand(x, update)
-    return dynamic_update_slice_unchecked(x, update, start_indices, allow_negative_indices)
+        check_update_typed_as_operand(operand, update)
+    return dynamic_update_slice_unchecked(operand, update, start_indices, allow_negative_indices)
 
 
 def dynamic_update_slice_unchecked(x, update, start_indices: Sequence,
@@ -383,28 +383,28 @@ def dynamic_update_slice_unchecked(x, update, start_indices: Sequence,
     return dynamic_update_slice_p.bind(x, asarray(update), *idx)
 
 
-def dynamic_update_slice_in_dim(x, update, start_index, axis: int, *,
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
                                 allow_negative_indices: bool = True):
     """``dynamic_update_slice`` at ``start_index`` along ``axis`` (0 along the other axes)."""
-    x = asarray(x)
-    nd = aval_of(x).ndim
+    operand = asarray(operand)
+    nd = aval_of(operand).ndim
     axis = int(axis)
     starts = [_zero_like_index(start_index)] * nd
     starts[axis] = start_index
     wrap = [False] * nd
     wrap[axis] = allow_negative_indices
-    return dynamic_update_slice(x, update, starts, allow_negative_indices=wrap)
+    return dynamic_update_slice(operand, update, starts, allow_negative_indices=wrap)
 
 
-def dynamic_update_index_in_dim(x, update, index, axis: int, *,
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                                 allow_negative_indices: bool = True):
     """Writes ``update`` (with or without the axis) at ``index`` along ``axis``."""
     from plax.lax.shape import expand_dims
-    x, update = asarray(x), asarray(update)
+    operand, update = asarray(operand), asarray(update)
     axis = int(axis)
-    if aval_of(update).ndim == aval_of(x).ndim - 1:
+    if aval_of(update).ndim == aval_of(operand).ndim - 1:
         update = expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(x, update, index, axis,
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
 
 

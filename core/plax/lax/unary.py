@@ -43,6 +43,30 @@ def _bind1(prim):
     return op
 
 
+def _bind1_accuracy(prim):
+    """``_bind1`` with JAX's ``accuracy=`` of the transcendental functions: None, a
+    ``lax.Tolerance`` or a ``lax.AccuracyMode``. plax's kernels are always the accurate ones,
+    so a valid request changes nothing; a positional-or-keyword default, so a call without it
+    costs no more than before."""
+    name = prim.name
+
+    def op(x, accuracy=None):
+        if accuracy is not None:
+            _check_accuracy(name, accuracy)
+        return prim.bind(asarray(x))
+    op.__name__ = name
+    op.__doc__ = (f"Elementwise ``{name}`` (see jax.lax.{name}); ``accuracy`` (a Tolerance or "
+                  "AccuracyMode) is accepted, the result is always the accurate one.")
+    return op
+
+
+def _check_accuracy(name, accuracy):
+    from plax.lax.extras import AccuracyMode, Tolerance
+    if not isinstance(accuracy, (Tolerance, AccuracyMode)):
+        raise NotImplementedError(f"lax.{name}: accuracy {accuracy!r} not supported (None, a "
+                                  "lax.Tolerance or a lax.AccuracyMode)")
+
+
 def _scalar(value, like):
     return B.full_like_scalar(value, like)
 
@@ -81,12 +105,14 @@ real_p = _unop("real", (COMPLEX,), dtypes.real_dtype)
 imag_p = _unop("imag", (COMPLEX,), dtypes.real_dtype)
 conj_p = _unop("conj", (FLOAT, COMPLEX), dtypes.complex_dtype_for)
 
-(neg, sign, floor, ceil, is_finite, exp, exp2, log, log1p, expm1, tanh, logistic, sin, cos, tan,
- asin, acos, atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt, abs, bitwise_not,
- population_count, real, imag) = map(_bind1, (
-    neg_p, sign_p, floor_p, ceil_p, is_finite_p, exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p,
-    logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, asinh_p, acosh_p,
-    atanh_p, sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p, population_count_p, real_p, imag_p))
+(neg, sign, floor, ceil, is_finite, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, abs,
+ bitwise_not, population_count, real, imag) = map(_bind1, (
+    neg_p, sign_p, floor_p, ceil_p, is_finite_p, asin_p, acos_p, atan_p, sinh_p, cosh_p,
+    asinh_p, acosh_p, atanh_p, abs_p, not_p, population_count_p, real_p, imag_p))
+# the transcendental functions whose JAX forms take ``accuracy=``
+(exp, exp2, log, log1p, expm1, tanh, logistic, sin, cos, tan, sqrt, rsqrt, cbrt) = map(
+    _bind1_accuracy, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p, sin_p, cos_p,
+                      tan_p, sqrt_p, rsqrt_p, cbrt_p))
 
 
 class RoundingMethod:

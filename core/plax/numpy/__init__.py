@@ -8,7 +8,7 @@ import numpy as _np
 
 from plax.array import Array as ndarray
 from plax.array import Array
-from plax.dtypes import (finfo, iinfo, issubdtype, promote_types, result_type, float0)
+from plax.dtypes import (finfo, iinfo, promote_types, result_type, float0)
 from plax.numpy.scalar_types import (bool_, int8, int16, int32, int64, uint8, uint16, uint32,
                                      uint64, bfloat16, float16, float32, float64, complex64,
                                      complex128, int_, uint, float_, complex_, single, double,
@@ -144,6 +144,19 @@ def iscomplexobj(x) -> bool:
     if isinstance(x, (list, tuple)):
         return _np.iscomplexobj(_np.asarray(x))
     return _dtypes.is_complex(_dtypes.dtype(x))
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """Whether dtype ``arg1`` is ``arg2`` or below it in NumPy's type hierarchy (bfloat16 is a
+    floating type, float0 is not); JAX's ``jnp.issubdtype`` names, while
+    ``plax.dtypes.issubdtype`` keeps ``jax.dtypes``' ``(a, b)``.
+
+    Example:
+      >>> jnp.issubdtype(jnp.bfloat16, jnp.floating)
+      True
+    """
+    from plax import dtypes as _dtypes
+    return _dtypes.issubdtype(arg1, arg2)
 
 
 def isrealobj(x) -> bool:

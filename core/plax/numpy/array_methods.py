@@ -180,25 +180,30 @@ def _copy(self, order=None):
     return self
 
 
+# the operators call the ufuncs' keyword-free forms: no out=/where= to check on `x + y`
+_add, _sub, _mul, _and, _or, _xor, _neg = (f.call_positional for f in (
+    ufuncs.add, ufuncs.subtract, ufuncs.multiply, ufuncs.bitwise_and, ufuncs.bitwise_or,
+    ufuncs.bitwise_xor, ufuncs.negative))
+
 _operators = {
-    "__add__": _defer(ufuncs.add), "__radd__": _defer(_reflected(ufuncs.add)),
-    "__sub__": _defer(ufuncs.subtract), "__rsub__": _defer(_reflected(ufuncs.subtract)),
-    "__mul__": _defer(ufuncs.multiply), "__rmul__": _defer(_reflected(ufuncs.multiply)),
+    "__add__": _defer(_add), "__radd__": _defer(_reflected(_add)),
+    "__sub__": _defer(_sub), "__rsub__": _defer(_reflected(_sub)),
+    "__mul__": _defer(_mul), "__rmul__": _defer(_reflected(_mul)),
     "__truediv__": _defer(ufuncs.true_divide), "__rtruediv__": _defer(_reflected(ufuncs.true_divide)),
     "__floordiv__": _defer(ufuncs.floor_divide), "__rfloordiv__": _defer(_reflected(ufuncs.floor_divide)),
     "__mod__": _defer(ufuncs.remainder), "__rmod__": _defer(_reflected(ufuncs.remainder)),
     "__divmod__": _defer(ufuncs.divmod), "__rdivmod__": _defer(_reflected(ufuncs.divmod)),
     "__pow__": _defer(ufuncs.power), "__rpow__": _defer(_reflected(ufuncs.power)),
     "__matmul__": _defer(_matmul), "__rmatmul__": _defer(_reflected(_matmul)),
-    "__and__": _defer(ufuncs.bitwise_and), "__rand__": _defer(_reflected(ufuncs.bitwise_and)),
-    "__or__": _defer(ufuncs.bitwise_or), "__ror__": _defer(_reflected(ufuncs.bitwise_or)),
-    "__xor__": _defer(ufuncs.bitwise_xor), "__rxor__": _defer(_reflected(ufuncs.bitwise_xor)),
+    "__and__": _defer(_and), "__rand__": _defer(_reflected(_and)),
+    "__or__": _defer(_or), "__ror__": _defer(_reflected(_or)),
+    "__xor__": _defer(_xor), "__rxor__": _defer(_reflected(_xor)),
     "__lshift__": _defer(ufuncs.left_shift), "__rlshift__": _defer(_reflected(ufuncs.left_shift)),
     "__rshift__": _defer(ufuncs.right_shift), "__rrshift__": _defer(_reflected(ufuncs.right_shift)),
     "__eq__": _defer(ufuncs.equal), "__ne__": _defer(ufuncs.not_equal),
     "__lt__": _defer(ufuncs.less), "__le__": _defer(ufuncs.less_equal),
     "__gt__": _defer(ufuncs.greater), "__ge__": _defer(ufuncs.greater_equal),
-    "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.abs,
+    "__neg__": _neg, "__pos__": ufuncs.positive, "__abs__": ufuncs.abs,
     "__invert__": ufuncs.invert, "__round__": _round, "__getitem__": _getitem,
 }
 

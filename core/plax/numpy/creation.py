@@ -67,7 +67,7 @@ def _join_traced_rows(obj, dt):
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0, *, out_sharding=None):
+          ndmin: int = 0, *, device=None, out_sharding=None):
     """Creates an array from an array, a NumPy array, a scalar or nested lists/tuples of them.
 
     Args:
@@ -75,6 +75,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
         promotion rules; NumPy float64 becomes float32 unless x64 is enabled.
       dtype: the dtype to cast to.
       ndmin: prepend axes of size 1 up to this many dimensions.
+      device: a Device or Sharding to put the result on, as ``device_put`` (default: the
+        default device).
+      out_sharding: an explicit sharding for the result.
 
     Returns:
       A new Array.
@@ -85,7 +88,11 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
              [3., 4.]], dtype=float32)
     """
     if out_sharding is not None:
-        return with_out_sharding(lambda: array(object, dtype, copy, order, ndmin), out_sharding)
+        return with_out_sharding(lambda: array(object, dtype, copy, order, ndmin, device=device),
+                                 out_sharding)
+    if device is not None:
+        from plax.device import device_put
+        return device_put(array(object, dtype, copy, order, ndmin), device)
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"array(order={order!r}) is not supported; plax arrays are "
                                   "row-major")
@@ -365,11 +372,11 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_
     return _like(a, dtype, shape, 1, "ones_like")
 
 
-def empty_like(a: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device=None, out_sharding=None):
     """Like :func:`zeros_like`."""
     if out_sharding is not None:
-        return with_out_sharding(lambda: empty_like(a, dtype, shape, device=device), out_sharding)
-    return _like(a, dtype, shape, 0, "ones_like")  # (the name JAX 0.10.2's error gives)
+        return with_out_sharding(lambda: empty_like(prototype, dtype, shape, device=device), out_sharding)
+    return _like(prototype, dtype, shape, 0, "ones_like")  # (the name JAX 0.10.2's error gives)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device=None,

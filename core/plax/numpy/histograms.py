@@ -36,7 +36,8 @@ def _scatter_add_1d(length: int, idx, updates):
     return zeros((length,), get_aval(updates).dtype).at[idx].add(updates, mode="drop")
 
 
-def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
+def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None,
+             out_sharding=None):
     """Number of occurrences (or summed ``weights``) of each non-negative integer in ``x``.
 
     Args:
@@ -45,6 +46,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
       minlength: the least number of bins.
       length: the static number of bins (values beyond it are dropped); required under
         jit and vmap, else the length is ``max(minlength, max(x) + 1)`` from concrete ``x``.
+      out_sharding: the result's explicit sharding.
 
     Returns:
       A 1-D array of counts (default int dtype) or of summed weights (their dtype).
@@ -53,6 +55,10 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
       >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
       Array([1, 2, 0, 1], dtype=int32)
     """
+    if out_sharding is not None:
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: bincount(x, weights, minlength, length=length),
+                                 out_sharding)
     check_arraylike("bincount", x)
     x = asarray_weak(x)
     if get_aval(x).dtype == np.bool_:

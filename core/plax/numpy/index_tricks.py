@@ -2,6 +2,7 @@
 ``ix_``, the ``*_indices`` families and ``ravel_multi_index``/``unravel_index``."""
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable, Sequence
 
@@ -302,7 +303,7 @@ def mask_indices(n: int, mask_func: Callable, k: int = 0, *, size: int | None = 
 
 
 def ravel_multi_index(multi_index: Sequence, dims: Sequence[int], mode: str = "raise",
-                      order: str = "C"):
+                      order: str = "C", *, dtype=None):
     """Flat indices of the coordinates ``multi_index`` into an array of shape ``dims``.
 
     Args:
@@ -311,6 +312,8 @@ def ravel_multi_index(multi_index: Sequence, dims: Sequence[int], mode: str = "r
       mode: ``"raise"`` (out-of-range coordinates raise ValueError; needs concrete input, so
         not under jit), ``"clip"`` or ``"wrap"``.
       order: ``"C"`` (row-major) or ``"F"``.
+      dtype: the integer dtype of the result (default: the default integer dtype); it must
+        hold ``prod(dims) - 1``.
 
     Returns:
       An integer array of the broadcast shape.
@@ -328,6 +331,7 @@ def ravel_multi_index(multi_index: Sequence, dims: Sequence[int], mode: str = "r
     if order not in ("C", "F"):
         raise ValueError("only 'C' or 'F' order is permitted")
     check_arraylike("ravel_multi_index", *multi_index)
+    out_dt = _result_index_dtype(dtype, dims)
     idx_dt = _index_dtype()
     parts = []
     for i in multi_index:
@@ -355,7 +359,22 @@ def ravel_multi_index(multi_index: Sequence, dims: Sequence[int], mode: str = "r
     out = lax.full(get_aval(parts[0]).shape if parts else (), 0, idx_dt)
     for p, s in zip(parts, strides):
         out = lax.add(out, lax.mul(p, lax.full((), s, idx_dt)))
-    return out
+    # (every clipped or wrapped flat index fits out_dt, so converting last is exact)
+    return out if out_dt == idx_dt else lax.convert_element_type(out, out_dt)
+
+
+def _result_index_dtype(dtype, dims: tuple) -> np.dtype:
+    """ravel_multi_index's ``dtype=``: an integer dtype that holds every flat index."""
+    if dtype is None:
+        return _index_dtype()
+    dt = dtypes.check_user_dtype(dtype, "ravel_multi_index")
+    if not dtypes.issubdtype(dt, np.integer):
+        raise ValueError(f"dtype={dt!r} is not an integer type.")
+    if math.prod(dims) - 1 > np.iinfo(dt).max:
+        raise ValueError(f"jnp.ravel_multi_index: dtype={dt!r} not large enough to hold the "
+                         f"flat indices for dims={dims}; pass a larger integer dtype (e.g. "
+                         f"np.min_scalar_type(prod(dims))).")
+    return dt
 
 
 def _wrap(p, d, dt):

@@ -219,8 +219,11 @@ def _make_det():
 _det = _make_det()
 
 
-def slogdet(a) -> SlogdetResult:
+def slogdet(a, *, method: str | None = None) -> SlogdetResult:
     """Sign (phase, for complex) and log of the absolute value of the determinant.
+
+    ``method``: JAX's choice of factorisation, ``"lu"`` (or None) or ``"qr"``; plax
+    factorises by LU for both (the same values up to rounding).
 
     Returns:
       ``SlogdetResult(sign, logabsdet)``; a singular matrix gives sign 0 and ``-inf``.
@@ -229,6 +232,9 @@ def slogdet(a) -> SlogdetResult:
       >>> jnp.linalg.slogdet(jnp.array([[1., 2.], [3., 4.]]))
       SlogdetResult(sign=Array(-1., dtype=float32), logabsdet=Array(0.6931472, dtype=float32))
     """
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method {method!r}. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
     jnp = _jnp()
     a = _matrix("slogdet", a)
     diag, parity = _lu_diag_and_parity(a)
@@ -374,8 +380,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
 
 # (a jit under transforms, as JAX's: a JVP then commits every primal result to a committed
 # tangent's device, as JAX's jit of the function does; lax.linalg.svd, a primitive, does not)
-@jit_when_traced(static_argnames=("full_matrices", "compute_uv", "hermitian"))
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+@jit_when_traced(static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index: tuple[int, int] | None = None):
     """Singular value decomposition ``a = U @ diag(S) @ Vh``.
 
     Args:
@@ -383,6 +390,8 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
       full_matrices: square ``U`` and ``Vh``; else the reduced ``(m, k)`` and ``(k, n)``.
       compute_uv: also return the singular vectors.
       hermitian: accepted for NumPy compatibility (the general algorithm is used).
+      subset_by_index: ``(start, end)``: only the singular values ``S[start:end]`` (in
+        descending order) and their vectors; needs ``full_matrices=False``, as in JAX.
 
     Returns:
       ``SVDResult(U, S, Vh)`` (``S`` descending), or ``S`` alone without ``compute_uv``.
@@ -393,9 +402,16 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """
     a = _matrix("svd", a, square=False)
     del hermitian  # the singular values and vectors are the same either way
+    if subset_by_index is not None:
+        if full_matrices:
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        start, end = (int(i) for i in subset_by_index)
     if not compute_uv:
-        return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False)
+        s = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False)
+        return s if subset_by_index is None else s[..., start:end]
     u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices)
+    if subset_by_index is not None:
+        u, s, vh = u[..., :, start:end], s[..., start:end], vh[..., start:end, :]
     return SVDResult(u, s, vh)
 
 
@@ -467,15 +483,20 @@ def matrix_power(a, n: int):
     return result
 
 
-def pinv(a, rtol=None, hermitian: bool = False):
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """Moore-Penrose pseudo-inverse, from the SVD; singular values at most
-    ``rtol * max(S)`` count as zero (default ``rtol``: ``10 * max(m, n) * eps``).
+    ``rtol * max(S)`` count as zero (default ``rtol``: ``10 * max(m, n) * eps``). ``rcond``
+    is JAX's older name of ``rtol`` (not both: ValueError, as in JAX).
 
     Example:
       >>> jnp.linalg.pinv(jnp.array([[2., 0.], [0., 0.]]))
       Array([[0.5, 0. ],
              [0. , 0. ]], dtype=float32)
     """
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
     jnp = _jnp()
     a = _matrix("pinv", a, square=False)
     m, n = get_aval(a).shape[-2:]
@@ -490,9 +511,11 @@ def pinv(a, rtol=None, hermitian: bool = False):
     return jnp.matmul(jnp.swapaxes(vh, -1, -2) * s_inv[..., None, :], jnp.swapaxes(u, -1, -2))
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     """Rank of matrices: the number of singular values above ``rtol * max(S)`` (default
-    ``rtol``: ``max(m, n) * eps``), or above ``tol`` when given.
+    ``rtol``: ``max(m, n) * eps``), or above ``tol`` when given. With ``hermitian``, ``M``
+    is taken as Hermitian and the singular values are the absolute values of its
+    :func:`eigvalsh` (as JAX computes them).
 
     Example:
       >>> jnp.linalg.matrix_rank(jnp.array([[1., 2.], [2., 4.]]))
@@ -503,7 +526,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
     shape = get_aval(M).shape
     if len(shape) < 2:
         return jnp.any(M != 0).astype(np.int32)
-    s = svd(M, compute_uv=False)
+    s = jnp.abs(eigvalsh(M)) if hermitian else svd(M, compute_uv=False)
     if tol is None:
         if rtol is None:
             rtol = max(shape[-2:]) * jnp.finfo(get_aval(s).dtype).eps
@@ -703,7 +726,8 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
                          preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """Tensor contraction (``jnp.tensordot``) with the Array API's signature.
 
     Example:
@@ -711,7 +735,8 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
       (2, 4)
     """
     return _jnp().tensordot(x1, x2, axes=axes, precision=precision,
-                            preferred_element_type=preferred_element_type)
+                            preferred_element_type=preferred_element_type,
+                            out_sharding=out_sharding)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):

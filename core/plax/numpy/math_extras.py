@@ -158,7 +158,7 @@ def _gcd(x1, x2):
 
 
 @jit_when_traced(name="gcd")
-def gcd(x1, x2, /):
+def gcd(x1, x2):
     """Greatest common divisor of ``|x1|`` and ``|x2|`` (``gcd(0, 0) == 0``).
 
     Args:
@@ -177,7 +177,7 @@ def gcd(x1, x2, /):
 
 
 @jit_when_traced(name="lcm")
-def lcm(x1, x2, /):
+def lcm(x1, x2):
     """Least common multiple of ``|x1|`` and ``|x2|`` (0 if either is 0).
 
     Example:

@@ -8,7 +8,7 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import (canonicalize_axis, check_arraylike, converted_first,
+from plax.numpy.util import (canonicalize_axis, check_arraylike, reject_out, converted_first,
                               promote_dtypes)
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_types import with_out_sharding
@@ -162,8 +162,13 @@ def outer(a, b, out=None):
     return multiply(lax.expand_dims(a, (1,)), lax.expand_dims(b, (0,)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
-    """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs)."""
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Contracts the last ``axes`` axes of ``a`` with the first of ``b`` (or the given pairs;
+    ``out_sharding``: the result's explicit sharding)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: tensordot(a, b, axes, precision=precision,
+                                                   preferred_element_type=preferred_element_type),
+                                 out_sharding)
     a, b = converted_first(a, b)
     a, b, pet = _prep("tensordot", a, b, preferred_element_type)
     an, bn = get_aval(a).ndim, get_aval(b).ndim
@@ -229,13 +234,14 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | N
     return moveaxis(stack([c0, c1, c2], -1), -1, axisc)
 
 
-def einsum(subscripts: str, *operands, optimize=None, precision=None,
+def einsum(subscripts: str, /, *operands, out=None, optimize=None, precision=None,
            preferred_element_type=None, _dot_general=None, out_sharding=None):
     """Einstein summation, e.g. ``einsum("ij,jk->ik", a, b)``, contracted pairwise left to right.
 
     Supports explicit and implicit output, ``...`` broadcasting, repeated indices within one
-    operand (diagonals) and any number of operands.
+    operand (diagonals) and any number of operands. ``out`` is only None (as in JAX).
     """
+    reject_out(out, "einsum")
     if out_sharding is not None:
         return with_out_sharding(
             lambda: einsum(subscripts, *operands, optimize=optimize, precision=precision,

@@ -10,13 +10,10 @@ import numpy as np
 from plax import dtypes, lax
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike
+from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike, reject_out
 
 
-def _no_out(out, name):
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported (plax "
-                                  "arrays are immutable).")
+_no_out = reject_out
 
 
 def _keep(x, shape, axes, keepdims):
@@ -170,10 +167,27 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
     return lax.convert_element_type(out, dt) if compute != dt else out
 
 
+_mean = mean  # for var and std, whose ``mean`` parameter (JAX's name) hides the function
+
+
 @jit_when_traced(name="_var", static_argnames=("axis", "dtype", "ddof", "keepdims", "correction"))
 def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
-        where=None, correction=None):
-    """Variance over ``axis``, with ``ddof`` (or ``correction``) degrees of freedom removed."""
+        where=None, mean=None, correction=None):
+    """Variance over ``axis``, with ``ddof`` (or ``correction``) degrees of freedom removed.
+
+    Args:
+      a: the array.
+      axis, dtype, out, ddof, keepdims, where, correction: as in NumPy (``out`` only None).
+      mean: a precomputed mean to centre on, shaped as ``jnp.mean(..., keepdims=True)`` (or a
+        scalar); by default the mean over ``axis``.
+
+    Returns:
+      The variance, of the real floating dtype of ``dtype`` or of ``a``.
+
+    Example:
+      >>> jnp.var(jnp.array([0., 1., 2., 3.]), mean=jnp.array(0.))
+      Array(3.5, dtype=float32)
+    """
     _no_out(out, "var")
     if correction is not None:
         ddof = correction
@@ -185,7 +199,8 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     compute = np.dtype(np.float32) if dt in (dtypes.float16, dtypes.bfloat16) else dt
     from plax.numpy.ufuncs import subtract
     x = lax.convert_element_type(a, compute)
-    centered = subtract(x, mean(x, axis=axes, keepdims=True, where=where))
+    centered = subtract(x, _mean(x, axis=axes, keepdims=True, where=where) if mean is None
+                        else _given_mean("var", mean, aval.ndim, compute))
     if dtypes.is_complex(compute):
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -202,11 +217,24 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
     return lax.convert_element_type(out, dtypes.real_dtype(dt)) if rdt != dtypes.real_dtype(dt) else out
 
 
+def _given_mean(name, m, ndim, compute):
+    """A user's ``mean=`` as the centre of a variance: a scalar, or an array of ``a``'s rank
+    (the keepdims shape), as JAX's lax.sub takes it."""
+    check_arraylike(name, m)
+    m = asarray_weak(m)
+    m_ndim = get_aval(m).ndim
+    if m_ndim not in (0, ndim):
+        raise TypeError(f"{name}: mean must have the rank of the input ({ndim}; the shape of "
+                        f"jnp.mean(..., keepdims=True)) or be a scalar, got rank {m_ndim}")
+    return lax.convert_element_type(m, compute)
+
+
 @jit_when_traced(name="_std", static_argnames=("axis", "dtype", "ddof", "keepdims", "correction"))
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
-        where=None, correction=None):
-    """Standard deviation over ``axis`` (the square root of :func:`var`)."""
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+        where=None, mean=None, correction=None):
+    """Standard deviation over ``axis`` (the square root of :func:`var`; ``mean`` as there)."""
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                        correction=correction))
 
 
 def _arg(name, fn, a, axis, out, keepdims):
@@ -453,7 +481,7 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=N
 
 
 @jit_when_traced(static_argnames=("axis", "dtype", "keepdims"))
-def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=None):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, where=None):
     """Mean ignoring NaNs."""
     from plax.numpy.ufuncs import isnan, logical_not
     a = asarray_weak(a)
@@ -464,19 +492,19 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
     return mean(_nan_to(a, 0), axis, dtype, out, keepdims, where=mask)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
-           where=None):
-    """Variance ignoring NaNs."""
+def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
+           where=None, mean=None):
+    """Variance ignoring NaNs (``mean``: a precomputed centre, as in :func:`var`)."""
     from plax.numpy.ufuncs import isnan, logical_and, logical_not
     a = asarray_weak(a)
     mask = logical_not(isnan(a))
     if where is not None:
         mask = logical_and(mask, where)
-    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=mask)
+    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=mask, mean=mean)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
-           where=None):
-    """Standard deviation ignoring NaNs."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
+           where=None, mean=None):
+    """Standard deviation ignoring NaNs (``mean`` as in :func:`var`)."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 

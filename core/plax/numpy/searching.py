@@ -33,8 +33,24 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
 
 @jit_when_traced(static_argnames=("axis", "kind", "order", "stable", "descending"))
 def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
-            descending: bool = False):
-    """Indices that sort ``a`` along ``axis`` (stable by default)."""
+            descending: bool = False, dtype=None):
+    """Indices that sort ``a`` along ``axis`` (stable by default).
+
+    Args:
+      a: the array.
+      axis: the axis to sort along (None: the flattened array).
+      kind, order: NumPy's; ``kind`` is ignored (``stable`` decides) and ``order`` only None.
+      stable: whether equal elements keep their order.
+      descending: sort from largest to smallest.
+      dtype: the dtype of the indices (default: the default integer dtype).
+
+    Returns:
+      The indices, of ``a``'s shape (flattened for ``axis=None``).
+
+    Example:
+      >>> jnp.argsort(jnp.array([3, 1, 2]), dtype=jnp.int8)
+      Array([1, 2, 0], dtype=int8)
+    """
     check_arraylike("argsort", a)
     a = asarray_weak(a)
     if axis is None:
@@ -42,7 +58,8 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     shape = get_aval(a).shape
-    index_dtype = dtypes.default_int_dtype()  # as JAX: int64 indices with x64
+    index_dtype = (dtypes.default_int_dtype() if dtype is None  # JAX: int64 with x64
+                   else dtypes.check_user_dtype(dtype, "argsort"))  # (JAX allows floats)
     iota = lax.broadcasted_iota(index_dtype, shape, axis)
     if descending:
         n = shape[axis]
@@ -186,17 +203,22 @@ def _sort_order_before(x, y, strict: bool):
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False,
-           return_counts: bool = False, axis=None, *, size=None, fill_value=None):
-    """The sorted unique values of ``ar`` (NaNs count as one value).
+           return_counts: bool = False, axis=None, *, equal_nan: bool = True, size=None,
+           fill_value=None, sorted: bool = True):
+    """The sorted unique values of ``ar`` (NaNs count as one value unless ``equal_nan``
+    is False).
 
     Args:
       ar: the array (flattened unless ``axis`` is given).
       return_index, return_inverse, return_counts: also return the first index of each
         unique value, the index of each element's value, and the counts (as NumPy).
       axis: unique slices along this axis instead of unique elements.
+      equal_nan: whether all NaNs count as one value (True, the default) or each NaN as its
+        own (as NumPy's ``equal_nan``).
       size: a static result length, required under jit: the values are padded with
         ``fill_value`` (default: the smallest unique value) or truncated.
       fill_value: see ``size``.
+      sorted: accepted for the array API; the values are always sorted (as in JAX).
 
     Returns:
       The unique values, or a tuple with the requested extras.
@@ -210,13 +232,13 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     if size is not None and axis is None and isinstance(a, Tracer):
         # (a concrete tracer too, as JAX computes it: jvp differentiates the values)
         if not (return_index or return_inverse):
-            return _unique_traced(a, int(size), fill_value, return_counts)
+            return _unique_traced(a, int(size), fill_value, return_counts, equal_nan)
         if a.to_concrete_value() is None:
             raise NotImplementedError("jnp.unique with traced input and return_index or "
                                       "return_inverse is not supported; call it outside jit.")
     host = _concrete(a, "unique")
     res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
-                    return_counts=return_counts, axis=axis)
+                    return_counts=return_counts, axis=axis, equal_nan=bool(equal_nan))
     res = list(res) if isinstance(res, tuple) else [res]
     res = [res[0]] + [r.astype(dtypes.default_int_dtype()) for r in res[1:]]
     if return_inverse and axis is None:
@@ -283,10 +305,12 @@ def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
     return out
 
 
-def _unique_traced(a, size: int, fill_value, return_counts: bool = False):
+def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
+                   equal_nan: bool = True):
     """Sorted unique values with a static ``size``, for traced input: sort, keep the first of
     each run of equal values, compact them to the front. ``return_counts``: also each value's
-    count (0 for the padding), as ``(values, counts)``."""
+    count (0 for the padding), as ``(values, counts)``. ``equal_nan``: whether the NaNs
+    (sorted together at the end) make one value."""
     from plax.numpy.shape_ops import ravel
     from plax.numpy.ufuncs import isnan, logical_and, not_equal
     flat = lax.sort(ravel(a), 0)
@@ -298,7 +322,7 @@ def _unique_traced(a, size: int, fill_value, return_counts: bool = False):
         return (values, lax.full((size,), 0, dtypes.default_int_dtype())) if return_counts \
             else values
     differs = not_equal(lax.slice(flat, (1,), (n,)), lax.slice(flat, (0,), (n - 1,)))
-    if dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together and count once
+    if equal_nan and dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together: one value
         differs = lax.bitwise_and(differs, lax.bitwise_not(
             logical_and(isnan(lax.slice(flat, (1,), (n,))), isnan(lax.slice(flat, (0,), (n - 1,))))))
     first = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)

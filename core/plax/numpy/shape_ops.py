@@ -11,7 +11,7 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval, state as _trace_state
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import canonicalize_axis
+from plax.numpy.util import canonicalize_axis, reject_out
 from plax.numpy.util import (asarray_weak, broadcast_shapes, broadcast_to, canonicalize_axis_tuple,
                              check_arraylike, converted_first, promote_dtypes)
 from plax.sharding_types import with_out_sharding
@@ -91,8 +91,10 @@ def _reshape_sizes(shape) -> list:
                         f"from shapes (x.size, x.shape), which are static.") from None
 
 
-def ravel(a, order: str = "C"):
-    """``a`` flattened to one dimension."""
+def ravel(a, order: str = "C", out_sharding=None):
+    """``a`` flattened to one dimension (``out_sharding``: the result's explicit sharding)."""
+    if out_sharding is not None:
+        return with_out_sharding(lambda: ravel(a, order), out_sharding)
     a = asarray_weak(a)
     return reshape(a, (get_aval(a).size,), order)
 
@@ -790,8 +792,9 @@ def diag(v, k: int = 0):
 
 
 @jit_when_traced(static_argnames=("offset", "axis1", "axis2", "dtype"))
-def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
-    """Sum along a diagonal."""
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    """Sum along a diagonal (``out``: only None, as in JAX)."""
+    reject_out(out, "trace")
     from plax.numpy.reductions import sum as jsum
     return jsum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 

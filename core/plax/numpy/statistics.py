@@ -229,16 +229,26 @@ def _percent(name: str, q):
     return lax.div(q, lax.full((), 100, get_aval(q).dtype, weak_type=True))
 
 
-@jit_when_traced(name="percentile", static_argnames=_Q_STATIC)
 def percentile(a, q, axis: int | tuple[int, ...] | None = None, out=None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-               *, weights=None):
-    """The ``q``-th percentiles (``q`` in ``[0, 100]``) of ``a``: :func:`quantile` of ``q/100``.
+               *, weights=None, out_sharding=None):
+    """The ``q``-th percentiles (``q`` in ``[0, 100]``) of ``a``: :func:`quantile` of ``q/100``
+    (``out_sharding``: the result's explicit sharding).
 
     Example:
       >>> jnp.percentile(jnp.array([1., 2., 3., 4., 5.]), 25)
       Array(2., dtype=float32)
     """
+    if out_sharding is not None:
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: _percentile(a, q, axis, out, overwrite_input, method,
+                                                     keepdims, weights=weights), out_sharding)
+    return _percentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
+
+
+@jit_when_traced(name="percentile", static_argnames=_Q_STATIC)
+def _percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
     _check_no_out("percentile", out, overwrite_input)
     check_arraylike("percentile", a)
     return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False,

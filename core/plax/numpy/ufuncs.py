@@ -15,7 +15,7 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval
 from plax.transforms.jit import jit, jit_when_traced
-from plax.numpy.util import (asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
+from plax.numpy.util import (reject_out, asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
                              promote_args, promote_args_inexact, promote_shapes, to_dtype)
 
 
@@ -262,15 +262,43 @@ def _no_bool(name):
     return wrapped
 
 
+def _ufunc_call(fn):
+    """``fn`` with the ``out=`` and ``where=`` keywords of JAX's ufunc objects, which JAX
+    accepts only as None (NotImplementedError otherwise, as JAX raises). The operators
+    (``x + y``) call ``fn`` itself, kept as ``.call_positional``, so they pay nothing for the
+    keywords."""
+    name = fn.__name__
+    if fn.__code__.co_argcount == 2:
+        def ufunc(x, y, /, *, out=None, where=None):
+            if out is not None or where is not None:
+                _ufunc_keyword_error(name, out)
+            return fn(x, y)
+    else:
+        def ufunc(x, /, *, out=None, where=None):
+            if out is not None or where is not None:
+                _ufunc_keyword_error(name, out)
+            return fn(x)
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = fn.__doc__
+    ufunc.call_positional = fn
+    return ufunc
+
+
+def _ufunc_keyword_error(name, out):
+    which = "out" if out is not None else "where"
+    raise NotImplementedError(f"{which} argument of <jnp.ufunc {name!r}> is not supported "
+                              "(only None: plax arrays are immutable)")
+
+
 # ------------------------------------------------------------------ arithmetic
 
-add = _binary("add", lax.add, bool_fn=lax.bitwise_or)
-subtract = _binary("subtract", lax.sub, bool_fn=_no_bool("subtract"))
-multiply = _binary("multiply", lax.mul, bool_fn=lax.bitwise_and)
+add = _ufunc_call(_binary("add", lax.add, bool_fn=lax.bitwise_or))
+subtract = _ufunc_call(_binary("subtract", lax.sub, bool_fn=_no_bool("subtract")))
+multiply = _ufunc_call(_binary("multiply", lax.mul, bool_fn=lax.bitwise_and))
 true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
-maximum = _binary("maximum", lax.max)
-minimum = _binary("minimum", lax.min)
+maximum = _ufunc_call(_binary("maximum", lax.max))
+minimum = _ufunc_call(_binary("minimum", lax.min))
 def _atan2(y, x):
     if not dtypes.is_complex(_dt(y)):
         return lax.atan2(y, x)
@@ -300,11 +328,12 @@ less = _binary("less", _ordered(lax.lt))
 less_equal = _binary("less_equal", _ordered(lax.le))
 greater = _binary("greater", _ordered(lax.gt))
 greater_equal = _binary("greater_equal", _ordered(lax.ge))
-bitwise_and = _binary("bitwise_and", lax.bitwise_and)
-bitwise_or = _binary("bitwise_or", lax.bitwise_or)
-bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
+bitwise_and = _ufunc_call(_binary("bitwise_and", lax.bitwise_and))
+bitwise_or = _ufunc_call(_binary("bitwise_or", lax.bitwise_or))
+bitwise_xor = _ufunc_call(_binary("bitwise_xor", lax.bitwise_xor))
 
 
+@_ufunc_call
 def negative(x, /):
     """Elementwise ``-x``."""
     check_arraylike("negative", x)
@@ -491,7 +520,7 @@ ceil = _unary("ceil", lax.ceil, int_identity=True)
 
 
 @jit_when_traced
-def trunc(x, /):
+def trunc(x):
     """Rounds toward zero."""
     check_arraylike("trunc", x)
     if not dtypes.is_inexact(dtypes.dtype(x)):
@@ -644,6 +673,7 @@ def reciprocal(x, /):
     return lax.integer_pow(x, -1)
 
 
+@_ufunc_call
 def logaddexp(x, y, /):
     """``log(exp(x) + exp(y))`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp", x, y)
@@ -697,6 +727,7 @@ _logaddexp_real = _make_logaddexp("logaddexp", lax.exp, math.e)
 _logaddexp2_real = _make_logaddexp("logaddexp2", lax.exp2, 2.0)
 
 
+@_ufunc_call
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
@@ -786,15 +817,19 @@ def isfinite(x, /):
     return lax.is_finite(x)
 
 
-def isposinf(x, /):
-    """Elementwise test for positive infinity (not defined for complex inputs)."""
+def isposinf(x, /, out=None):
+    """Elementwise test for positive infinity (not defined for complex inputs; ``out``: only
+    None, as in JAX)."""
+    reject_out(out, "isposinf")
     check_arraylike("isposinf", x)
     (x,) = promote_args("isposinf", x)
     return _is_signed_inf("isposinf", x, np.inf)
 
 
-def isneginf(x, /):
-    """Elementwise test for negative infinity (not defined for complex inputs)."""
+def isneginf(x, /, out=None):
+    """Elementwise test for negative infinity (not defined for complex inputs; ``out``: only
+    None, as in JAX)."""
+    reject_out(out, "isneginf")
     check_arraylike("isneginf", x)
     (x,) = promote_args("isneginf", x)
     return _is_signed_inf("isneginf", x, -np.inf)
@@ -857,18 +892,21 @@ def _as_bool(x):
     return lax.ne(x, _const(x, 0))
 
 
+@_ufunc_call
 def logical_and(x, y, /):
     """Elementwise truth-value AND."""
     x, y = promote_args("logical_and", x, y)
     return lax.bitwise_and(_as_bool(x), _as_bool(y))
 
 
+@_ufunc_call
 def logical_or(x, y, /):
     """Elementwise truth-value OR."""
     x, y = promote_args("logical_or", x, y)
     return lax.bitwise_or(_as_bool(x), _as_bool(y))
 
 
+@_ufunc_call
 def logical_xor(x, y, /):
     """Elementwise truth-value XOR."""
     x, y = promote_args("logical_xor", x, y)
@@ -909,17 +947,17 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 @jit_when_traced
-def fmax(x, y, /):
+def fmax(x1, x2):
     """Elementwise maximum that ignores NaNs."""
-    # as JAX writes it: x where it is greater or y is NaN (so a NaN only when both are)
-    return _where(bitwise_or(greater(x, y), isnan(y)), x, y)
+    # as JAX writes it: x1 where it is greater or x2 is NaN (so a NaN only when both are)
+    return _where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 @jit_when_traced
-def fmin(x, y, /):
+def fmin(x1, x2):
     """Elementwise minimum that ignores NaNs."""
-    # as JAX writes it: x where it is less or y is NaN (so a NaN only when both are)
-    return _where(bitwise_or(less(x, y), isnan(y)), x, y)
+    # as JAX writes it: x1 where it is less or x2 is NaN (so a NaN only when both are)
+    return _where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 @jit_when_traced
@@ -973,7 +1011,7 @@ def angle(z, deg: bool = False):
 
 
 @jit_when_traced
-def isreal(x, /):
+def isreal(x):
     """Elementwise test for a zero imaginary part."""
     check_arraylike("isreal", x)
     im = imag(x)
@@ -981,7 +1019,7 @@ def isreal(x, /):
 
 
 @jit_when_traced
-def iscomplex(x, /):
+def iscomplex(x):
     """Elementwise test for a non-zero imaginary part."""
     check_arraylike("iscomplex", x)
     im = imag(x)

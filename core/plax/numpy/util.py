@@ -18,6 +18,18 @@ def is_arraylike(x: Any) -> bool:
     return isinstance(x, ARRAYLIKE_TYPES)
 
 
+def reject_out(out: Any, fun_name: str) -> None:
+    """Raises JAX's NotImplementedError for an ``out=`` array: plax arrays are immutable, so
+    results are always new arrays (``out=None`` is accepted, as NumPy's default).
+
+    Example:
+      >>> reject_out(None, "trace")   # nothing happens
+    """
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{fun_name} is not supported (plax "
+                                  "arrays are immutable).")
+
+
 def check_arraylike(fun_name: str, *args: Any) -> None:
     """Raises TypeError naming ``fun_name`` if an argument is not an array or scalar.
 
@@ -117,13 +129,22 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def broadcast_to(x, shape: Sequence[int]):
-    """NumPy-style broadcast of ``x`` to ``shape``."""
-    x = asarray_weak(x)
+def broadcast_to(array, shape: Sequence[int], out_sharding=None):
+    """NumPy-style broadcast of ``array`` to ``shape`` (``out_sharding``: the result's
+    explicit sharding; a positional-or-keyword default, so calls without it cost nothing).
+
+    Example:
+      >>> jnp.broadcast_to(jnp.ones(3), (2, 3)).shape
+      (2, 3)
+    """
+    if out_sharding is not None:
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: broadcast_to(array, shape), out_sharding)
+    array = asarray_weak(array)
     shape = tuple(shape)
-    xs = get_aval(x).shape
+    xs = get_aval(array).shape
     if xs == shape:
-        return x
+        return array
     if len(xs) > len(shape):
         raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape {shape}")
     lead = len(shape) - len(xs)
@@ -131,7 +152,7 @@ def broadcast_to(x, shape: Sequence[int]):
         if d != 1 and d != shape[lead + i]:
             raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape "
                              f"{shape}")
-    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+    return lax.broadcast_in_dim(array, shape, tuple(range(lead, len(shape))))
 
 
 def promote_dtypes(*args: Any) -> list:

@@ -1,7 +1,9 @@
 """Argument checking shared by the samplers: shapes, dtypes, parameters."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+import inspect
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -121,3 +123,25 @@ def concrete_value(x: Any) -> np.ndarray | None:
         return np.asarray(x)
     except Exception:
         return None
+
+
+def takes_out_sharding(sampler: Callable) -> Callable:
+    """``sampler`` with JAX 0.10's keyword ``out_sharding=``: the samples placed with that
+    explicit sharding (:func:`plax.sharding_types.with_out_sharding`, as ``random.normal``
+    does); without it the sampler runs as it is.
+
+    Example:
+      >>> @takes_out_sharding
+      ... def sampler(key, shape=()): ...
+    """
+    @functools.wraps(sampler)
+    def with_sharding(*args, out_sharding=None, **kwargs):
+        if out_sharding is None:
+            return sampler(*args, **kwargs)
+        from plax.sharding_types import with_out_sharding
+        return with_out_sharding(lambda: sampler(*args, **kwargs), out_sharding)
+
+    sig = inspect.signature(sampler)
+    keyword = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
+    with_sharding.__signature__ = sig.replace(parameters=[*sig.parameters.values(), keyword])
+    return with_sharding

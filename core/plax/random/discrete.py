@@ -18,7 +18,7 @@ from plax.core.trace import Tracer, get_aval
 from plax.random._fma import fma
 from plax.random._loops import while_loop
 from plax.random._special import lgamma
-from plax.random._util import canonical_shape, check_shape, int_dtype, shape_of
+from plax.random._util import canonical_shape, check_shape, int_dtype, shape_of, takes_out_sharding
 from plax.random.keys import bits_data, check_key
 from plax.random.samplers import _gumbel, _subkeys, _uniform
 from plax.sharding_types import with_out_sharding
@@ -45,6 +45,7 @@ def _ndim(x: Any) -> int:
 
 # ------------------------------------------------------------------ permutation
 
+@takes_out_sharding
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False):
     """A random permutation of ``arange(x)`` (an int) or of ``x`` along ``axis`` (an array).
 
@@ -242,6 +243,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None, replac
 
 # ------------------------------------------------------------------ poisson
 
+@takes_out_sharding
 def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None):
     """Poisson random integers with rate ``lam`` (computed in float32, as in JAX).
 

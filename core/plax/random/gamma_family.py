@@ -20,7 +20,7 @@ from plax import dtypes, lax
 from plax import numpy as jnp
 from plax.core.trace import get_aval
 from plax.random._loops import while_loop
-from plax.random._util import float_dtype, resolve_shape, shape_of
+from plax.random._util import float_dtype, resolve_shape, shape_of, takes_out_sharding
 from plax.random.keys import check_key, split_data
 from plax.random.samplers import _normal_real, _subkeys, _uniform
 
@@ -144,6 +144,7 @@ def _gamma(data, a, shape: tuple[int, ...], dtype: np.dtype, log_space: bool = F
 
 # ------------------------------------------------------------------ public samplers
 
+@takes_out_sharding
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
     """Gamma random values with shape parameter ``a`` (unit scale): density ∝ x**(a-1) e**-x.
 
@@ -168,6 +169,7 @@ def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
     return _gamma(data, a, shape, dt)
 
 
+@takes_out_sharding
 def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
     """The log of gamma random values, computed in log space (accurate for tiny ``a``).
 
@@ -183,6 +185,7 @@ def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None):
     return _gamma(data, a, shape, dt, log_space=True)
 
 
+@takes_out_sharding
 def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None):
     """Beta random values: density ∝ x**(a-1) (1-x)**(b-1) on [0, 1].
 
@@ -210,6 +213,7 @@ def _beta(data, a, b, shape, dtype):
     return lax.div(scaled_a, lax.add(scaled_a, scaled_b))
 
 
+@takes_out_sharding
 def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None):
     """Dirichlet random vectors with concentrations ``alpha`` (last axis) summing to one.
 

@@ -120,9 +120,15 @@ class KeyDType:
         return hash(("KeyDType", self.impl))
 
 
-def key_dtype(impl: Any = None) -> KeyDType:
-    """The dtype of typed keys of a PRNG implementation (default ``threefry2x32``)."""
-    return KeyDType(resolve_impl(impl, "key_dtype"))
+def key_dtype(impl_spec: Any = None) -> KeyDType:
+    """The dtype of typed keys of a PRNG implementation ``impl_spec`` (a name or
+    implementation, JAX's parameter name; default ``threefry2x32``).
+
+    Example:
+      >>> random.key_dtype("threefry2x32")
+      key<fry>
+    """
+    return KeyDType(resolve_impl(impl_spec, "key_dtype"))
 
 
 # ------------------------------------------------------------------ typed key arrays

@@ -10,7 +10,8 @@ import numpy as np
 
 from plax import lax
 from plax import numpy as jnp
-from plax.random._util import canonical_shape, float_dtype, int_dtype, resolve_shape
+from plax.random._util import (canonical_shape, float_dtype, int_dtype, resolve_shape,
+                               takes_out_sharding)
 from plax.random.gamma_family import _gamma
 from plax.random.keys import check_key
 from plax.random.samplers import (_exponential, _normal, _param, _rademacher, _subkeys,
@@ -29,6 +30,7 @@ def _chisquare(data, df, shape, dtype):
     return lax.mul(lax.exp(log_g), two)
 
 
+@takes_out_sharding
 def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None):
     """Chi-square random values with ``df`` degrees of freedom: ``2 * Gamma(df / 2)``.
 
@@ -50,6 +52,7 @@ def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None):
     return _chisquare(data, df, resolve_shape("chisquare", shape, df), dt)
 
 
+@takes_out_sharding
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None):
     """F-distributed random values: ``(X1 / dfnum) / (X2 / dfden)`` for chi-square ``X1, X2``.
 
@@ -77,6 +80,7 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None):
     return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
 
 
+@takes_out_sharding
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None):
     """Student's t random values: ``N * sqrt((df / 2) / Gamma(df / 2))``.
 
@@ -104,6 +108,7 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None):
     return n * jnp.sqrt(half_df / g)
 
 
+@takes_out_sharding
 def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None):
     """Rayleigh random values: ``scale * sqrt(-2 log u)``.
 
@@ -128,6 +133,7 @@ def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None):
     return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), lax.full((), -2, dt))))
 
 
+@takes_out_sharding
 def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None):
     """Wald (inverse Gaussian, unit shape) random values, by Michael, Schucany and Haas's
     transformation of one normal and one uniform value.
@@ -160,6 +166,7 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None):
     return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
 
 
+@takes_out_sharding
 def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None):
     """Pareto random values with shape ``b`` (support ``[1, inf)``): ``exp(E / b)``.
 
@@ -182,6 +189,7 @@ def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None):
     return lax.exp(_exponential(data, shape, dt) / _param(b, dt))
 
 
+@takes_out_sharding
 def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: Any = None):
     """Log-normal random values: ``exp(sigma * N)``.
 
@@ -209,6 +217,7 @@ def _maxwell(data, shape, dtype):
     return jnp.linalg.norm(norm, axis=-1)
 
 
+@takes_out_sharding
 def maxwell(key: Any, shape: Any = (), dtype: Any = None):
     """Maxwell random values (unit scale): the length of a standard normal 3-vector.
 
@@ -282,6 +291,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (), dtype
     return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
 
 
+@takes_out_sharding
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dtype: Any = None):
     """Triangular random values on ``[left, right]`` with peak at ``mode``, by inverting the
     distribution function.
@@ -312,6 +322,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dt
     return lax.select(u < fc, out1, out2)
 
 
+@takes_out_sharding
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None):
     """Geometric random integers (trials until the first success, support ``1, 2, ...``):
     ``floor(log u / log1p(-p)) + 1``.

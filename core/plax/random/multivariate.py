@@ -15,7 +15,8 @@ from typing import Any
 
 from plax import dtypes
 from plax import numpy as jnp
-from plax.random._util import broadcast_shapes, canonical_shape, check_shape, float_dtype
+from plax.random._util import (broadcast_shapes, canonical_shape, check_shape, float_dtype,
+                               takes_out_sharding)
 from plax.random.gamma_family import _gamma
 from plax.random.keys import check_key
 from plax.random.samplers import _exponential, _normal, _rademacher, _subkeys
@@ -80,6 +81,7 @@ def _orthonormal_columns(z):
 
 # ------------------------------------------------------------------ multivariate normal
 
+@takes_out_sharding
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
                         method: str = "cholesky"):
     """Multivariate normal vectors with mean ``mean[..., n]`` and covariance ``cov[..., n, n]``.
@@ -148,6 +150,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
 
 # ------------------------------------------------------------------ orthogonal
 
+@takes_out_sharding
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None):
     """Random matrices with orthonormal rows or columns, uniform (Haar) over the orthogonal
     group: the signed ``Q`` factor of a Gaussian matrix (Mezzadri, 2007).
@@ -177,6 +180,7 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 
 # ------------------------------------------------------------------ generalized normal and ball
 
+@takes_out_sharding
 def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None):
     """Generalized normal values: density ∝ ``exp(-|x|**p)``.
 
@@ -203,6 +207,7 @@ def _generalized_normal(data, p, shape, dtype):
     return jnp.multiply(r, jnp.power(g, inv_p))
 
 
+@takes_out_sharding
 def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None):
     """Points uniformly distributed in the unit ``p``-norm ball of dimension ``d``.
 

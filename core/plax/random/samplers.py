@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from plax.random._util import takes_out_sharding
 from plax import dtypes, lax
 from plax.core.trace import get_aval
 from plax import numpy as jnp
@@ -261,6 +262,7 @@ def _bernoulli(data, p, shape, mode: str = "low"):
     return jnp.less(_uniform(data, shape, dtype), p)
 
 
+@takes_out_sharding
 def rademacher(key: Any, shape: Any = (), dtype: Any = None):
     """Random signs: -1 or +1 with equal probability.
 
@@ -367,6 +369,7 @@ def _randint(data, shape, minval, maxval, dtype):
 
 # ------------------------------------------------------------------ one-uniform transforms
 
+@takes_out_sharding
 def exponential(key: Any, shape: Any = (), dtype: Any = None):
     """Exponential random values (rate 1): ``-log1p(-u)``.
 
@@ -385,6 +388,7 @@ def _exponential(data, shape, dtype):
     return lax.neg(lax.log1p(lax.neg(u)))
 
 
+@takes_out_sharding
 def laplace(key: Any, shape: Any = (), dtype: Any = None):
     """Laplace random values: density ``exp(-|x|) / 2``.
 
@@ -403,6 +407,7 @@ def _laplace(data, shape, dtype):
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
+@takes_out_sharding
 def logistic(key: Any, shape: Any = (), dtype: Any = None):
     """Logistic random values: ``log(u) - log1p(-u)``.
 
@@ -420,6 +425,7 @@ def _logistic(data, shape, dtype):
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
 
+@takes_out_sharding
 def cauchy(key: Any, shape: Any = (), dtype: Any = None):
     """Cauchy random values: ``tan(pi * (u - 1/2))``.
 
@@ -440,6 +446,7 @@ def _cauchy(data, shape, dtype):
 
 # ------------------------------------------------------------------ gumbel
 
+@takes_out_sharding
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None):
     """Gumbel random values: ``-log(-log(u))``.
 

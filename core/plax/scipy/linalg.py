@@ -324,7 +324,7 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
 
 
 def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
-          check_finite: bool = True, assume_a: str = "gen"):
+          debug: bool = False, check_finite: bool = True, assume_a: str = "gen"):
     """Solves ``a x = b``; ``assume_a="pos"`` uses the Cholesky factorization (reading the
     ``lower`` or upper triangle), anything else (``"gen"``, ``"sym"``, ``"her"``) LU.
 
@@ -336,7 +336,7 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
       >>> plax.scipy.linalg.solve(jnp.array([[2., 0.], [0., 4.]]), jnp.array([2., 2.]))
       Array([1. , 0.5], dtype=float32)
     """
-    del overwrite_a, overwrite_b, check_finite
+    del overwrite_a, overwrite_b, debug, check_finite  # SciPy's; unused, as in JAX
     if assume_a not in ("gen", "sym", "her", "pos"):
         raise ValueError(f"{assume_a!r} is not a recognized matrix structure")
     a = _matrix("solve", a)

@@ -221,9 +221,11 @@ def _discharged(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
     return pure.jaxpr, list(pure.consts)
 
 
-def linearize(fun: Callable, *primals):
+def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
-    from a staged linear function (no re-running of ``fun``).
+    from a staged linear function (no re-running of ``fun``). With ``has_aux``, ``fun``
+    returns ``(output, aux)`` and the result is ``(output, f_jvp, aux)``, aux not
+    differentiated.
 
     ``f_jvp`` is a :class:`plax.tree_util.Partial` whose leaves are the residuals (the
     primal values the linear function needs), so it can be returned from ``jit`` or passed
@@ -237,6 +239,15 @@ def linearize(fun: Callable, *primals):
     check_callable(fun, "linearize")
     p_leaves, p_tree = tree_util.tree_flatten(primals)
     p_leaves = [_as_array(p) for p in p_leaves]
+    if has_aux:
+        flat, trees = _flatten_with_aux(fun, p_tree, True)
+        outs, lin = linearize_flat(flat, p_leaves, lambda: trees[1].num_leaves,
+                                   debug=DebugInfo("linearize", fun, p_tree))
+        out_tree, aux_tree, n_out = trees
+        f_jvp = _LinearizedJVP(lin.jaxpr, p_tree, out_tree, [get_aval(p) for p in p_leaves])
+        return (tree_util.tree_unflatten(out_tree, outs[:n_out]),
+                tree_util.Partial(f_jvp, *lin.consts),
+                tree_util.tree_unflatten(aux_tree, outs[n_out:]))
     flat, box = _flatten_fun(fun, p_tree)
     out_p, lin = linearize_flat(flat, p_leaves, debug=DebugInfo("linearize", fun, p_tree))
     out_tree = box[0]
@@ -402,9 +413,10 @@ def _match_dtype(ct, aval):
     return ct
 
 
-def vjp(fun: Callable, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = ()):
     """Reverse-mode derivative: ``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` returning the
-    tuple of cotangents of ``primals``.
+    tuple of cotangents of ``primals``. ``reduce_axes`` is JAX's removed option: only ``()``
+    is accepted (NotImplementedError otherwise, as in JAX).
 
     ``vjp_fun`` is a pytree whose leaves are the residuals, so it can be returned from ``jit``
     or mapped over with ``vmap``.
@@ -415,6 +427,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
       (Array(1., dtype=float32, weak_type=True),)
     """
     check_callable(fun, "vjp")
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated (removed in JAX; "
+                                  "plax never had it)")
     return _vjp(fun, primals, has_aux, DebugInfo("vjp", fun))
 
 

@@ -26,7 +26,7 @@ import contextvars
 import functools
 import threading
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from plax.core import registry, varying
 from plax.core.effects import eqn_has_effects
@@ -80,8 +80,19 @@ registry.register_rule("transpose", name_p)(lambda ct, x, *, name: [ct])
 
 # ------------------------------------------------------------------ the public function
 
+class _Removed:
+    """The default of JAX's removed ``concrete=`` option: any value passed is refused."""
+
+    def __repr__(self) -> str:
+        return "Deprecated"
+
+
+_REMOVED = _Removed()
+
+
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
-               static_argnums: int | Sequence[int] = ()) -> Callable:
+               static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+               concrete: Any = _REMOVED) -> Callable:
     """Makes ``fun`` rematerialised: reverse mode recomputes its intermediates in the backward
     pass instead of saving them, except those ``policy`` saves.
 
@@ -95,6 +106,8 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
       policy: which intermediates to save: a function of ``(primitive, *avals, **params)``,
         e.g. :attr:`checkpoint_policies.dots_saveable`; None saves none.
       static_argnums: positional arguments that are not arrays (passed as they are).
+      static_argnames: keyword arguments that are not arrays (passed as they are).
+      concrete: JAX's removed option; passing it raises NotImplementedError, as in JAX 0.10.
 
     Returns:
       The rematerialised function.
@@ -103,12 +116,18 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
       >>> jax.grad(jax.checkpoint(jnp.sin))(0.0)
       Array(1., dtype=float32, weak_type=True)
     """
+    if concrete is not _REMOVED:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was removed in JAX v0.10.0; use "
+            "`static_argnums` (or `static_argnames`) for arguments Python control flow reads.")
     if fun is None:
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
-                                 static_argnums=static_argnums)
+                                 static_argnums=static_argnums, static_argnames=static_argnames)
     if not callable(fun):
         raise TypeError(f"checkpoint expects a callable, got {fun!r}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_names = ((static_argnames,) if isinstance(static_argnames, str)
+                    else tuple(static_argnames))
 
     @functools.wraps(fun)
     def remat_f(*args, **kwargs):
@@ -118,6 +137,8 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
         n = len(args)
         fixed = {i % n: args[i % n] for i in static} if n else {}
         dyn = [a for i, a in enumerate(args) if i not in fixed]
+        fixed_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
         leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
         leaves = [asarray(x) for x in leaves]
         out_tree: list = []
@@ -126,7 +147,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
             d, kw = tree_util.tree_unflatten(in_tree, list(xs))
             it = iter(d)
             full = [fixed[i] if i in fixed else next(it) for i in range(n)]
-            out = fun(*full, **kw)
+            out = fun(*full, **kw, **fixed_kw)
             outs, tree = tree_util.tree_flatten(out)
             out_tree[:] = [tree]
             return outs

@@ -1406,7 +1406,7 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
         device=None, backend: str | None = None, inline: bool = False,
-        abstracted_axes=None) -> Any:
+        abstracted_axes=None, compiler_options: dict[str, Any] | None = None) -> Any:
     """Compiles ``fun``: traced once per argument signature, executed by a backend.
 
     Args:
@@ -1421,6 +1421,8 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
         default device).
       backend: a backend name such as ``"numpy"`` (see ``plax.plugins.info()`` for those
         installed) or a platform (``"cpu"``, ``"gpu"``).
+      compiler_options: JAX's XLA compiler flags (a dict of names to values). plax compiles
+        without XLA, so they are checked to be a dict and have no effect.
 
     ``device`` and ``backend`` hold under every transform of the function (``vmap``,
     ``grad``, ``jvp``, an enclosing ``jit``): its call equation carries them. As in JAX, a
@@ -1439,6 +1441,9 @@ def jit(fun: Callable = _NOT_GIVEN, *, in_shardings=None, out_shardings=None,
     """
     _check_jit_args(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                     fun_given=fun is not _NOT_GIVEN)
+    if compiler_options is not None and not isinstance(compiler_options, dict):
+        raise TypeError(f"jit: compiler_options must be a dict of XLA option names to values, "
+                        f"got {type(compiler_options).__name__}")
     if fun is _NOT_GIVEN:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums, static_argnames=static_argnames,

@@ -35,7 +35,8 @@ def _check_axes(axes, what: str) -> None:
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable | None = None,
-         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+         axis_size: int | None = None, spmd_axis_name: Any = None,
+         sum_match: bool = False) -> Callable:
     """Vectorises ``fun`` over axis ``in_axes`` of its arguments.
 
     Args:
@@ -45,6 +46,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
       out_axes: where the mapped axis goes in each output (int, None or a prefix tree).
       axis_name: a name for the mapped axis, for collectives.
       axis_size: the batch size, needed when no argument is mapped.
+      spmd_axis_name: the mesh axis the batch is split over (under explicit sharding).
+      sum_match: an output whose ``out_axes`` is None but that is batched is summed over
+        the batch instead of raising (as JAX's ``sum_match``).
 
     Returns:
       The batched function.
@@ -120,6 +124,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                 t = trace.full_raise(_as_array(o))
                 val, bdim = t.val, t.batch_dim
                 if oax is None:
+                    if bdim is not None and sum_match:
+                        from plax.lax.reduction import reduce_sum
+                        results.append(reduce_sum(val, (bdim,)))
+                        continue
                     if bdim is not None:
                         path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
                         raise ValueError(

@@ -141,7 +141,22 @@ def _bind_branches(index, funs: Sequence[Callable], ops: list, what: str):
     return tree_unflatten(trees[0], outs)
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+_NO_OPERAND = object()  # the default of ``operand=``: distinct from an operand None
+
+
+def _keyword_operand(operand, operands: tuple) -> tuple:
+    """``operands`` with JAX's older ``operand=`` keyword (one pytree) folded in; both at
+    once is JAX's TypeError."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got operand={operand} and positional operands {operands}")
+    return (operand,)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any,
+         operand: Any = _NO_OPERAND) -> Any:
     """Calls ``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one
     ``cond`` primitive (only the chosen branch runs; under ``vmap`` with a batched
     ``pred`` both run and the results are selected).
@@ -151,6 +166,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
       true_fun, false_fun: functions of ``*operands`` returning pytrees of the same
         structure and types.
       *operands: the pytrees passed to the branch functions.
+      operand: JAX's older keyword form of a single operand (not with ``*operands``).
 
     Returns:
       The chosen branch's output.
@@ -162,6 +178,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     """
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    operands = _keyword_operand(operand, operands)
     pred = asarray(pred)
     aval = get_aval(pred)
     if aval.shape != ():
@@ -177,13 +194,15 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     return _bind_branches(index, [false_fun, true_fun], list(operands), "cond")
 
 
-def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
+def switch(index, branches: Sequence[Callable], *operands: Any,
+           operand: Any = _NO_OPERAND) -> Any:
     """Calls ``branches[index](*operands)``, the index clamped to ``[0, len(branches) - 1]``.
 
     Args:
       index: a scalar integer.
       branches: a non-empty sequence of functions returning the same types.
       *operands: the pytrees passed to the branch.
+      operand: JAX's older keyword form of a single operand (not with ``*operands``).
 
     Returns:
       The chosen branch's output.
@@ -192,6 +211,7 @@ def switch(index, branches: Sequence[Callable], *operands: Any) -> Any:
       >>> lax.switch(1, [jnp.sin, jnp.cos, jnp.tan], 0.0)
       Array(1., dtype=float32, weak_type=True)
     """
+    operands = _keyword_operand(operand, operands)
     branches = list(branches) if not callable(branches) else branches
     if callable(branches) or len(branches) == 0:
         raise ValueError("Empty branch sequence" if not callable(branches)

@@ -134,7 +134,8 @@ def _static_int(x) -> int | None:
     return None
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
+def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *,
+              unroll: int | bool | None = None) -> Any:
     """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``.
 
     With Python-int bounds the loop is a ``scan`` over the trip count, so it is
@@ -144,6 +145,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
       lower, upper: the loop bounds (integer scalars).
       body_fun: ``(i, carry) -> carry``.
       init_val: the initial carry.
+      unroll: how many iterations one step of the loop's ``scan`` runs (``scan``'s
+        ``unroll``: the values are the same); only with Python-int bounds, as in JAX.
 
     Returns:
       The final carry.
@@ -155,6 +158,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     lo, hi = _static_int(lower), _static_int(upper)
+    if unroll is not None and (lo is None or hi is None):
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known.")
     if lo is not None and hi is not None:
         from plax.lax.control_flow.scan import scan
 
@@ -164,7 +170,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
 
         # the counter starts as the bound was given (a Python int: weakly typed, as in JAX)
         start = asarray(lower) if isinstance(lower, (int, np.integer)) else np.int32(lo)
-        (_, out), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0))
+        (_, out), _ = scan(step, (start, init_val), None, length=max(hi - lo, 0),
+                           unroll=1 if unroll is None else unroll)
         return out
     lower, upper = asarray(lower), asarray(upper)
     la, ua = get_aval(lower), get_aval(upper)

@@ -107,7 +107,7 @@ def loc_scale(module: str, names: Sequence[str], standard: Mapping[str, Callable
               support: tuple | Callable | None = None, positive_scale: bool = False,
               nan_outside_unit: bool = True,
               example: Sequence[float] = (1.0,), example_q: Sequence[float] = (0.75,),
-              raw: Mapping[str, Callable] = {}) -> list:
+              raw: Mapping[str, Callable] = {}, quantile_arg: str = "q") -> list:
     """The public functions ``names`` of a location-scale distribution.
 
     Args:
@@ -126,6 +126,8 @@ def loc_scale(module: str, names: Sequence[str], standard: Mapping[str, Callable
       example: the arguments ``x, *shapes`` of the docstring examples.
       example_q: the arguments ``q, *shapes`` of the examples of ``ppf`` and ``isf``.
       raw: functions of the promoted ``(x, *shapes, loc, scale)`` used as they are.
+      quantile_arg: the name of ``ppf``'s and ``isf``'s first parameter, JAX's for that
+        distribution (so keyword calls work).
 
     Returns:
       The functions, in the order of ``names``.
@@ -175,12 +177,12 @@ def loc_scale(module: str, names: Sequence[str], standard: Mapping[str, Callable
     kernels.update({name: promoted(name, kernel) for name, kernel in raw.items()})
 
     def params(name):
-        first = "q" if name in _QUANTILES else "x"
+        first = quantile_arg if name in _QUANTILES else "x"
         return ([(first, inspect.Parameter.empty)]
                 + [(s, inspect.Parameter.empty) for s in shapes] + [("loc", 0), ("scale", 1)])
 
     def args_doc(name):
-        first = (("q", "probabilities in ``[0, 1]``; integers promote to floats.")
+        first = ((quantile_arg, "probabilities in ``[0, 1]``; integers promote to floats.")
                  if name in _QUANTILES else ("x", "points; integers promote to floats."))
         return [first, *shapes.items(), ("loc", "location."),
                 ("scale", "scale (positive" + ("; NaN otherwise)." if positive_scale else ")."))]

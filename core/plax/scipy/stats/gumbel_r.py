@@ -39,4 +39,4 @@ logpdf, pdf, logcdf, cdf, logsf, sf, ppf = loc_scale(
         "ppf": ("Quantile function ``loc - scale * log(-log q)``, the inverse of :func:`cdf`.",
                 "0.366513"),
     },
-    positive_scale=True, example=(0.0,), example_q=(0.5,))
+    positive_scale=True, example=(0.0,), example_q=(0.5,), quantile_arg="p")

@@ -28,4 +28,4 @@ logpdf, pdf, cdf, sf, ppf, isf = loc_scale(
         "ppf": ("Quantile function ``loc + scale * logit(q)``.", "1.098612"),
         "isf": ("Inverse survival function ``loc - scale * logit(q)``.", "-1.098612"),
     },
-    nan_outside_unit=False)
+    nan_outside_unit=False, quantile_arg="x")
