@@ -150,6 +150,13 @@ def test_map_batch_size_matches_a_loop(n, batch_size):
         lax.map(f, xs, batch_size=0)
 
 
+def test_map_batch_size_of_no_slices_is_empty():
+    # (JAX returns the empty stacked result; there are neither whole chunks nor a remainder)
+    xs = {"a": jnp.zeros((0,)), "b": jnp.zeros((0, 2))}
+    got = lax.map(lambda x: (x["a"] * 2.0, x["b"]), xs, batch_size=2)
+    assert [(y.shape, y.dtype) for y in got] == [((0,), np.float32), ((0, 2), np.float32)]
+
+
 def test_fori_loop_unroll_same_values():
     body = lambda i, c: c * 2.0 + i  # noqa: E731
     want = lax.fori_loop(0, 5, body, 1.0)
