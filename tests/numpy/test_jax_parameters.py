@@ -321,9 +321,13 @@ def test_debug_print_format_check_and_partitioned(capsys):
         plax.debug.print("x = {x}", x=1, y=2)
     with pytest.raises(KeyError):
         plax.debug.print("x = {z}", x=1)
+    with pytest.raises(ValueError, match="Unused positional arguments"):   # as JAX: no field
+        plax.debug.print("loss", 1.0)
     plax.debug.print("x = {x}", x=1, y=2, skip_format_check=True)   # the check skipped
     plax.debug.print("x = {x}", x=3, partitioned=True)   # outside a sharded program: once
     assert capsys.readouterr().out == "x = 1\nx = 3\n"
+    plax.debug.print("{{}} {}", 0)   # checked (and passing) as JAX checks it
+    assert capsys.readouterr().out == "{} 0\n"
     jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
     assert "partitioned=True" in str(jaxpr)
 
