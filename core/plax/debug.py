@@ -94,11 +94,10 @@ class _FormatChecker(string.Formatter):
 
 
 def _check_format(fmt: str, args: tuple, kwargs: dict) -> None:
-    """JAX's trace-time check of a debug print's template (see :class:`_FormatChecker`); a
-    template without replacement fields prints its arguments after it, so it is not checked."""
-    first = next(iter(string.Formatter().parse(fmt)), None) if fmt else None
-    if first is not None and first[1] is not None:
-        _FormatChecker().format(fmt, *args, **kwargs)
+    """JAX's trace-time check of a debug print's template (see :class:`_FormatChecker`), made
+    as JAX makes it for every template: one without replacement fields (``"loss"``) given an
+    argument raises too, rather than printing without it."""
+    _FormatChecker().format(fmt, *args, **kwargs)
 
 
 def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,

@@ -150,6 +150,13 @@ def test_map_batch_size_matches_a_loop(n, batch_size):
         lax.map(f, xs, batch_size=0)
 
 
+def test_map_batch_size_of_no_slices_is_empty():
+    # (JAX returns the empty stacked result; there are neither whole chunks nor a remainder)
+    xs = {"a": jnp.zeros((0,)), "b": jnp.zeros((0, 2))}
+    got = lax.map(lambda x: (x["a"] * 2.0, x["b"]), xs, batch_size=2)
+    assert [(y.shape, y.dtype) for y in got] == [((0,), np.float32), ((0, 2), np.float32)]
+
+
 def test_fori_loop_unroll_same_values():
     body = lambda i, c: c * 2.0 + i  # noqa: E731
     want = lax.fori_loop(0, 5, body, 1.0)
@@ -314,9 +321,13 @@ def test_debug_print_format_check_and_partitioned(capsys):
         plax.debug.print("x = {x}", x=1, y=2)
     with pytest.raises(KeyError):
         plax.debug.print("x = {z}", x=1)
+    with pytest.raises(ValueError, match="Unused positional arguments"):   # as JAX: no field
+        plax.debug.print("loss", 1.0)
     plax.debug.print("x = {x}", x=1, y=2, skip_format_check=True)   # the check skipped
     plax.debug.print("x = {x}", x=3, partitioned=True)   # outside a sharded program: once
     assert capsys.readouterr().out == "x = 1\nx = 3\n"
+    plax.debug.print("{{}} {}", 0)   # checked (and passing) as JAX checks it
+    assert capsys.readouterr().out == "{} 0\n"
     jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
     assert "partitioned=True" in str(jaxpr)
 

@@ -222,6 +222,8 @@ def _batched_map(f: Callable, xs: Any, batch_size: int) -> Any:
     if not leaves:
         raise ValueError("lax.map: batch_size needs at least one array in xs")
     n = get_aval(asarray(leaves[0])).shape[0]
+    if n == 0:  # no slices: the unbatched map's empty result (as JAX returns)
+        return map(f, xs)
     chunks, rest = divmod(n, batch_size)
     leaves = [asarray(x) for x in leaves]
     parts = []
