@@ -78,7 +78,7 @@ def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int],
     if strides is not None and len(strides) != aval_of(operand).ndim:
         raise TypeError(f"slice strides must have length equal to the number of dimensions of "
                         f"the operand, got strides {tuple(strides)} for operand shape "
-                        f"{aval_of(x).shape}.")
+                        f"{aval_of(operand).shape}.")
     # strides stay as given, all ones included (JAX prints them, and its batching rule keeps
     # them: vmap of slice_in_dim shows strides=(1, 1))
     strides = None if strides is None else tuple(int(s) for s in strides)
@@ -261,7 +261,7 @@ def dynamic_slice(operand, start_indices: Sequence, slice_sizes: Sequence[int], 
     sizes = lax_shape(slice_sizes, "dynamic_slice slice_sizes")
     if len(sizes) != len(idx):
         raise ValueError(f"dynamic_slice: slice_sizes {sizes} must have one entry per axis of "
-                         f"the operand, of shape {aval_of(x).shape}")
+                         f"the operand, of shape {aval_of(operand).shape}")
     return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
 
 
