@@ -16,6 +16,7 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
+from plax.lowering import signed_zeros
 from plax.lowering.emitter import fresh_result, returns_fresh
 from plax_numpy.registry import impl, lowp, quiet
 
@@ -138,8 +139,10 @@ def _integer_pow(x, *, y):
 
 # ------------------------------------------------------------------ binary
 
-for _prim, _uf in [(lax.atan2_p, np.arctan2), (lax.max_p, np.maximum), (lax.min_p, np.minimum)]:
-    _ufunc(_prim, _uf)
+_ufunc(lax.atan2_p, np.arctan2)
+# not NumPy's ufuncs: JAX orders -0 below +0 (plax.lowering.signed_zeros)
+impl(lax.max_p, fresh=True)(lowp(_quiet(signed_zeros.maximum)))
+impl(lax.min_p, fresh=True)(lowp(_quiet(signed_zeros.minimum)))
 
 
 @impl(lax.pow_p, fresh=True)
@@ -306,7 +309,7 @@ def _select_bool(which, on_false, on_true):
 
 @impl(lax.clamp_p, fresh=True)
 def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
+    return signed_zeros.minimum(signed_zeros.maximum(x, lo), hi).astype(x.dtype)
 
 
 # ------------------------------------------------------------------ conversion
