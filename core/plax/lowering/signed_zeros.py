@@ -4,7 +4,8 @@ XLA's ``maximum``/``minimum`` follow IEEE 754-2019: NaN propagates and ``-0.0 < 
 ``max(-0.0, +0.0)`` is ``+0.0`` and ``min(-0.0, +0.0)`` is ``-0.0`` in either order. NumPy's
 ``maximum``/``minimum`` (and their reductions and accumulations) return one of two equal
 operands by position instead. The kernels here compute NumPy's result, then fix only the
-zeros in it, so an array with no zero in its result costs one compare more than NumPy's.
+zeros in it: a result with no zero costs one compare more than NumPy's, one with zeros
+(a relu's) a few whole-array passes more.
 
 Every function takes ``xp`` (NumPy by default; CuPy for device arrays): the fixes are
 whole-array operations that both modules provide.
@@ -33,27 +34,57 @@ def _bits(dtype) -> np.dtype:
     return np.dtype(f"u{np.dtype(dtype).itemsize}")
 
 
-def _elementwise(ufunc_name: str, merge_name: str):
+def _elementwise(ufunc_name: str):
+    is_max = ufunc_name == "maximum"
+
     def combine(x, y, xp: Any = np):
         f = getattr(xp, ufunc_name)
+        x, y = xp.asarray(x), xp.asarray(y)
         out = xp.asarray(f(x, y))
         if not has_signed_zeros(out.dtype):
             return out
+        if y.ndim == 0 and x.ndim > 0 or x.ndim == 0 and y.ndim > 0:
+            done = _with_scalar(out, is_max, y if y.ndim == 0 else x, xp)
+            if done is not None:
+                return done
         zeros = out == 0
         if not bool(zeros.any()):
             return out
-        # A zero result comes from two equal operands (or one zero and one NaN-free other):
-        # the AND of two zeros' bits is -0 only when both are -0 (max), their OR is -0 when
-        # either is (min). Equal nonzero operands have equal bits, so the merge keeps them.
-        bits = _bits(out.dtype)
-        x = xp.asarray(x, out.dtype)
-        y = xp.asarray(y, out.dtype)
-        getattr(xp, merge_name)(x.view(bits), y.view(bits), out=out.view(bits), where=zeros)
-        return out
+        return xp.where(zeros, _zero_bits(x, y, is_max, xp).view(out.dtype), out)
     return combine
 
 
-maximum: Callable = _elementwise("maximum", "bitwise_and")
+def _zero_bits(x, y, is_max: bool, xp):
+    """The bits of JAX's ``max(x, y)`` (``min``) wherever NumPy's is a zero (which zero
+    NumPy returns for two equal operands depends on its loop, SIMD or not). A zero maximum
+    comes from a zero and an operand at most zero: the AND of their bits is that zero, and
+    -0 only when both have the sign. A zero minimum comes from a zero and an operand at
+    least zero: the OR of their sign bits is its sign."""
+    dtype = np.result_type(x, y)
+    bits = _bits(dtype)
+    bx, by = x.astype(dtype, copy=False).view(bits), y.astype(dtype, copy=False).view(bits)
+    if is_max:
+        return xp.bitwise_and(bx, by)
+    merged = xp.bitwise_or(bx, by)
+    return xp.bitwise_and(merged, bits.type(1 << (8 * bits.itemsize - 1)), out=merged)
+
+
+def _with_scalar(out, is_max: bool, scalar, xp):
+    """JAX's zeros of ``out = f(x, scalar)`` for a 0-d ``scalar`` (a relu's 0, a clamp's
+    bounds) in at most one pass, or None where the general case must run."""
+    if bool(scalar != 0):
+        return out  # a zero result is x's own zero (or NaN's absence): exact
+    if is_max == bool(xp.signbit(scalar)):
+        return None  # max with -0, min with +0: the zero's sign depends on x
+    if is_max:  # max with +0: every zero result is +0, and -0 + 0 is +0 (x + 0 is x else)
+        return xp.add(out, xp.asarray(0, out.dtype), out=out)
+    # min with -0: every zero result is -0; negate, add +0, negate turns +0 into -0 alone
+    xp.negative(out, out=out)
+    xp.add(out, xp.asarray(0, out.dtype), out=out)
+    return xp.negative(out, out=out)
+
+
+maximum: Callable = _elementwise("maximum")
 maximum.__name__ = "maximum"
 maximum.__doc__ = """``xp.maximum(x, y)`` with ``-0.0 < +0.0`` (IEEE 754-2019 ``maximum``, as XLA).
 
@@ -69,7 +100,7 @@ Example:
   array([False, False])
 """
 
-minimum: Callable = _elementwise("minimum", "bitwise_or")
+minimum: Callable = _elementwise("minimum")
 minimum.__name__ = "minimum"
 minimum.__doc__ = """``xp.minimum(x, y)`` with ``-0.0 < +0.0`` (IEEE 754-2019 ``minimum``, as XLA).
 
@@ -95,7 +126,7 @@ def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
 
     Args:
       out: the reduction's result as NumPy computes it (any sign on its zeros), of ``x``'s
-        dtype; returned fixed (in place when it is a writable array).
+        dtype.
       x: the reduced operand.
       which: ``"max"`` or ``"min"``.
       reduce_any: maps a boolean array shaped like ``x`` to one shaped like ``out``: whether
@@ -104,7 +135,8 @@ def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
       xp: the array module of ``out`` and ``x`` (default NumPy).
 
     Returns:
-      ``out`` with JAX's sign on every zero.
+      ``out`` with JAX's sign on every zero (``out`` itself when it has no zero, else a new
+      array).
 
     Example:
       >>> x = np.float32([[-0.0, 0.0], [-0.0, -0.0]])
@@ -124,7 +156,4 @@ def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
     found = xp.asarray(reduce_any((x == 0) & preferred_sign))
     negative = found if which == "min" else ~found
     fixed = xp.where(negative, xp.asarray(-0.0, out.dtype), xp.asarray(0.0, out.dtype))
-    if out.ndim == 0 or not out.flags.writeable:
-        return xp.where(zeros, fixed, out).astype(out.dtype)
-    xp.copyto(out, fixed, where=zeros)
-    return out
+    return xp.where(zeros, fixed, out).astype(out.dtype, copy=False)
