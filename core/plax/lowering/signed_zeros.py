@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["has_signed_zeros", "maximum", "minimum", "fix_reduced_zeros"]
+__all__ = ["has_signed_zeros", "maximum", "minimum", "fix_reduced_zeros", "preferred_zeros",
+           "signed"]
 
 
 def has_signed_zeros(dtype) -> bool:
@@ -150,10 +151,31 @@ def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
     zeros = out == 0
     if not bool(zeros.any()):
         return out
+    return signed(out, zeros, xp.asarray(reduce_any(preferred_zeros(x, which, xp))), which, xp)
+
+
+def preferred_zeros(x, which: str, xp: Any = np):
+    """Where ``x`` holds the zero that wins a tie of zeros: ``+0.0`` for ``"max"``, ``-0.0``
+    for ``"min"``.
+
+    Example:
+      >>> preferred_zeros(np.float32([0.0, -0.0, 1.0]), "max")
+      array([ True, False, False])
+    """
     x = xp.asarray(x)
-    # max prefers +0 (a +0 anywhere wins), min prefers -0 (a -0 anywhere wins)
-    preferred_sign = xp.signbit(x) if which == "min" else ~xp.signbit(x)
-    found = xp.asarray(reduce_any((x == 0) & preferred_sign))
+    return (x == 0) & (xp.signbit(x) if which == "min" else ~xp.signbit(x))
+
+
+def signed(out, zeros, found, which: str, xp: Any = np):
+    """``out`` with JAX's zero where ``zeros``: the preferred zero of ``which`` where
+    ``found`` (some combined element was that zero, :func:`preferred_zeros`), else the other.
+
+    Example:
+      >>> out = signed(np.float32([0.0, 0.0, 2.0]), np.array([True, True, False]),
+      ...              np.array([True, False, False]), "min")
+      >>> np.signbit(out)
+      array([ True, False, False])
+    """
     negative = found if which == "min" else ~found
     fixed = xp.where(negative, xp.asarray(-0.0, out.dtype), xp.asarray(0.0, out.dtype))
     return xp.where(zeros, fixed, out).astype(out.dtype, copy=False)
