@@ -85,37 +85,35 @@ def _with_scalar(out, is_max: bool, scalar, xp):
     return xp.negative(out, out=out)
 
 
-maximum: Callable = _elementwise("maximum")
-maximum.__name__ = "maximum"
-maximum.__doc__ = """``xp.maximum(x, y)`` with ``-0.0 < +0.0`` (IEEE 754-2019 ``maximum``, as XLA).
+_maximum, _minimum = _elementwise("maximum"), _elementwise("minimum")
 
-Args:
-  x, y: arrays (broadcast together).
-  xp: their array module (default NumPy).
 
-Returns:
-  The elementwise maximum; NaN propagates as in NumPy.
+def maximum(x, y, xp: Any = np):
+    """``xp.maximum(x, y)`` with ``-0.0 < +0.0`` (IEEE 754-2019 ``maximum``, as XLA).
 
-Example:
-  >>> np.signbit(maximum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))
-  array([False, False])
-"""
+    Args:
+      x, y: arrays (broadcast together).
+      xp: their array module (default NumPy).
 
-minimum: Callable = _elementwise("minimum")
-minimum.__name__ = "minimum"
-minimum.__doc__ = """``xp.minimum(x, y)`` with ``-0.0 < +0.0`` (IEEE 754-2019 ``minimum``, as XLA).
+    Returns:
+      The elementwise maximum; NaN propagates as in NumPy.
 
-Args:
-  x, y: arrays (broadcast together).
-  xp: their array module (default NumPy).
+    Example:
+      >>> np.signbit(maximum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))
+      array([False, False])
+    """
+    return _maximum(x, y, xp)
 
-Returns:
-  The elementwise minimum; NaN propagates as in NumPy.
 
-Example:
-  >>> np.signbit(minimum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))
-  array([ True,  True])
-"""
+def minimum(x, y, xp: Any = np):
+    """``xp.minimum(x, y)`` with ``-0.0 < +0.0``: as :func:`maximum`, two zeros give ``-0.0``
+    when either is ``-0.0``.
+
+    Example:
+      >>> np.signbit(minimum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))
+      array([ True,  True])
+    """
+    return _minimum(x, y, xp)
 
 
 def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
