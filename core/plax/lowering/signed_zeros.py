@@ -4,8 +4,8 @@ XLA's ``maximum``/``minimum`` follow IEEE 754-2019: NaN propagates and ``-0.0 < 
 ``max(-0.0, +0.0)`` is ``+0.0`` and ``min(-0.0, +0.0)`` is ``-0.0`` in either order. NumPy's
 ``maximum``/``minimum`` (and their reductions and accumulations) return one of two equal
 operands by position instead. The kernels here compute NumPy's result, then fix only the
-zeros in it: a result with no zero costs one compare more than NumPy's, one with zeros
-(a relu's) a few whole-array passes more.
+zeros in it: a result with no zero costs one compare more than NumPy's, a 0-d zero operand
+(a relu's) one pass, and other results with zeros a few whole-array passes more.
 
 Every function takes ``xp`` (NumPy by default; CuPy for device arrays): the fixes are
 whole-array operations that both modules provide.
