@@ -28,6 +28,8 @@ CASES = [
     ("maximum with a scalar -0", lambda L, N: lambda x: N.maximum(x, F(-0.0)), (A,)),
     ("minimum with a scalar zero", lambda L, N: lambda x: N.minimum(F(0.0), x), (A,)),
     ("minimum with a scalar -0", lambda L, N: lambda x: N.minimum(F(-0.0), x), (A,)),
+    ("maximum of 0-d zeros", lambda L, N: N.maximum, (np.array(-0.0, F), np.array(0.0, F))),
+    ("minimum of 0-d operands", lambda L, N: N.minimum, (np.array(0.5, F), np.array(-0.0, F))),
     ("max over a stack", lambda L, N: lambda a, b: N.max(N.stack([a, b]), 0), (A, B)),
     ("min over a stack", lambda L, N: lambda a, b: N.min(N.stack([a, b]), 0), (A, B)),
     ("cummax", lambda L, N: lambda x: L.cummax(x), (C,)),

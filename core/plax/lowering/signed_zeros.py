@@ -65,8 +65,8 @@ def _zero_bits(x, y, is_max: bool, xp):
     bits = _bits(dtype)
     bx, by = x.astype(dtype, copy=False).view(bits), y.astype(dtype, copy=False).view(bits)
     if is_max:
-        return xp.bitwise_and(bx, by)
-    merged = xp.bitwise_or(bx, by)
+        return xp.asarray(xp.bitwise_and(bx, by))
+    merged = xp.asarray(xp.bitwise_or(bx, by))   # (0-d operands: a NumPy scalar, made 0-d)
     return xp.bitwise_and(merged, bits.type(1 << (8 * bits.itemsize - 1)), out=merged)
 
 
