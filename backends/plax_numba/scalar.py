@@ -20,25 +20,20 @@ _inline = dict(_opts, inline="always")
 
 @njit(**_inline)
 def fmax(a, b):
-    """XLA's ``max`` on float scalars: NaN wins (``a``'s first); ``-0 < +0``; otherwise
-    ``a if a > b else b``. Selects, no branches, inlined: loops calling it (relu, clamps)
-    vectorise."""
-    r = a if a > b else b
-    # equal: take ``a`` when ``b`` is -0 (two zeros give +0 unless both are -0)
-    r = a if (a == b) & (math.copysign(1.0, b) < 0.0) else r
-    r = b if b != b else r
-    return a if a != a else r
+    """XLA's ``max`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
+    larger. One select, no branches, inlined: loops calling it (relu, clamps) vectorise."""
+    # a NaN ``b`` fails every test and is the result; of two equal operands ``a`` is taken
+    # when ``b`` is -0 (two zeros give +0 unless both are -0)
+    return a if (a > b) | (a != a) | ((a == b) & (math.copysign(1.0, b) < 0.0)) else b
 
 
 @njit(**_inline)
 def fmin(a, b):
-    """XLA's ``min`` on float scalars: NaN wins (``a``'s first); ``-0 < +0``; otherwise
-    ``a if a < b else b``. Branch-free and inlined, as :func:`fmax`."""
-    r = a if a < b else b
-    # equal: take ``a`` when ``b`` is +0 (two zeros give -0 unless both are +0)
-    r = a if (a == b) & (math.copysign(1.0, b) > 0.0) else r
-    r = b if b != b else r
-    return a if a != a else r
+    """XLA's ``min`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
+    smaller. One select, as :func:`fmax`."""
+    # of two equal operands ``a`` is taken when ``b`` is +0 (two zeros give -0 unless both
+    # are +0)
+    return a if (a < b) | (a != a) | ((a == b) & (math.copysign(1.0, b) > 0.0)) else b
 
 
 @njit(**_opts)
