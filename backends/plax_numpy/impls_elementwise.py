@@ -29,7 +29,7 @@ def _ufunc(prim, ufunc, low_precision: bool = True):
     fn = _quiet(lambda *args: ufunc(*args))
     fn = lowp(fn) if low_precision else fn
     # jit's code generator calls the ufunc directly when the operand dtypes allow it
-    fn.__plax_ufunc__ = (ufunc, low_precision)
+    fn.__plax_ufunc__ = (ufunc, low_precision, None)
     # a ufunc called without ``out=`` allocates its result (np.real/np.imag are views)
     impl(prim, fresh=isinstance(ufunc, np.ufunc))(fn)
 
@@ -140,9 +140,13 @@ def _integer_pow(x, *, y):
 # ------------------------------------------------------------------ binary
 
 _ufunc(lax.atan2_p, np.arctan2)
-# not NumPy's ufuncs: JAX orders -0 below +0 (plax.lowering.signed_zeros)
-impl(lax.max_p, fresh=True)(lowp(_quiet(signed_zeros.maximum)))
-impl(lax.min_p, fresh=True)(lowp(_quiet(signed_zeros.minimum)))
+# not NumPy's ufuncs on floats: JAX orders -0 below +0 (plax.lowering.signed_zeros); jit's
+# code generator still calls them directly on integers and bools, which have one zero
+for _prim, _fn, _uf in [(lax.max_p, signed_zeros.maximum, np.maximum),
+                        (lax.min_p, signed_zeros.minimum, np.minimum)]:
+    _fn = lowp(_quiet(_fn))
+    _fn.__plax_ufunc__ = (_uf, True, "biu")
+    impl(_prim, fresh=True)(_fn)
 
 
 @impl(lax.pow_p, fresh=True)

@@ -63,3 +63,18 @@ def test_zero_signs_match_jax(label, make, args):
     for how, g in (("eager", f), ("jit", plax.jit(f))):
         got = _bits(g(*args))
         np.testing.assert_array_equal(got, want, err_msg=f"{label} ({how}): bits differ from JAX")
+
+
+@pytest.mark.parametrize("dtype,direct", [(np.int32, True), (np.bool_, True), (np.uint8, True),
+                                          (np.float32, False), (np.float16, False)])
+def test_numpy_jit_calls_numpys_max_on_integers_only(dtype, direct):
+    """The NumPy backend's jit calls ``np.maximum``/``np.minimum`` directly where the operands
+    have one zero (integers, bools): on floats it would give either of two equal zeros."""
+    from plax_numpy.backend import _direct_ufunc, load_core_impls
+
+    x = np.zeros(3, dtype)
+    for fn, prim, ufunc in ((pnp.maximum, plax_lax.max_p, np.maximum),
+                            (pnp.minimum, plax_lax.min_p, np.minimum)):
+        eqn, = plax.make_jaxpr(fn)(x, x).jaxpr.eqns
+        assert eqn.primitive is prim
+        assert _direct_ufunc(load_core_impls()[prim], eqn) is (ufunc if direct else None)
