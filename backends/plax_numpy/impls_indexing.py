@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from plax import lax
+from plax import dtypes, lax
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax.lowering import signed_zeros
 from plax_numpy.registry import impl
@@ -141,7 +141,7 @@ def _extreme_at(which: str):
     ufunc = np.maximum if which == "max" else np.minimum
 
     def combine(out, idx, u):
-        if not signed_zeros.has_signed_zeros(out.dtype):
+        if not dtypes.is_float(out.dtype):
             ufunc.at(out, idx, u)
             return
         before = out[idx]

@@ -16,19 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["has_signed_zeros", "maximum", "minimum", "fix_reduced_zeros", "preferred_zeros",
-           "signed"]
+from plax import dtypes
 
-
-def has_signed_zeros(dtype) -> bool:
-    """Whether ``dtype`` is a real floating type (NumPy's, or ml_dtypes' bfloat16/float8).
-
-    Example:
-      >>> has_signed_zeros(np.float32), has_signed_zeros(np.int32)
-      (True, False)
-    """
-    dtype = np.dtype(dtype)
-    return dtype.kind == "f" or (dtype.kind == "V" and dtype.itemsize <= 2)
+__all__ = ["maximum", "minimum", "fix_reduced_zeros", "preferred_zeros", "signed"]
 
 
 def _bits(dtype) -> np.dtype:
@@ -42,7 +32,7 @@ def _elementwise(ufunc_name: str):
         f = getattr(xp, ufunc_name)
         x, y = xp.asarray(x), xp.asarray(y)
         out = xp.asarray(f(x, y))
-        if not has_signed_zeros(out.dtype):
+        if not dtypes.is_float(out.dtype):  # (real floats have two zeros)
             return out
         if y.ndim == 0 and x.ndim > 0 or x.ndim == 0 and y.ndim > 0:
             done = _with_scalar(out, is_max, y if y.ndim == 0 else x, xp)
@@ -144,7 +134,7 @@ def fix_reduced_zeros(out, x, which: str, reduce_any: Callable, xp: Any = np):
       array([False,  True])
     """
     out = xp.asarray(out)
-    if not has_signed_zeros(out.dtype):
+    if not dtypes.is_float(out.dtype):
         return out
     zeros = out == 0
     if not bool(zeros.any()):
