@@ -41,17 +41,17 @@ def _elementwise(ufunc_name: str):
         zeros = out == 0
         if not bool(zeros.any()):
             return out
-        return xp.where(zeros, _zero_bits(x, y, is_max, xp).view(out.dtype), out)
+        return xp.where(zeros, _zero_bits(x, y, out.dtype, is_max, xp).view(out.dtype), out)
     return combine
 
 
-def _zero_bits(x, y, is_max: bool, xp):
+def _zero_bits(x, y, dtype, is_max: bool, xp):
     """The bits of JAX's ``max(x, y)`` (``min``) wherever NumPy's is a zero (which zero
     NumPy returns for two equal operands depends on its loop, SIMD or not). A zero maximum
     comes from a zero and an operand at most zero: the AND of their bits is that zero, and
     -0 only when both have the sign. A zero minimum comes from a zero and an operand at
-    least zero: the OR of their sign bits is its sign."""
-    dtype = np.result_type(x, y)
+    least zero: the OR of their sign bits is its sign. ``dtype``: the result's (x's and y's
+    promoted)."""
     bits = _bits(dtype)
     bx, by = x.astype(dtype, copy=False).view(bits), y.astype(dtype, copy=False).view(bits)
     if is_max:
