@@ -62,7 +62,8 @@ def _zero_bits(x, y, dtype, is_max: bool, xp):
 
 def _with_scalar(out, is_max: bool, scalar, xp):
     """JAX's zeros of ``out = f(x, scalar)`` for a 0-d ``scalar`` (a relu's 0, a clamp's
-    bounds) in at most one pass, or None where the general case must run."""
+    bounds), in place: none for a nonzero scalar, one pass for max with +0, three for min
+    with -0; or None where the general case must run."""
     if bool(scalar != 0):
         return out  # a zero result is x's own zero (or NaN's absence): exact
     if is_max == bool(xp.signbit(scalar)):
