@@ -544,11 +544,17 @@ __device__ __forceinline__ To plax_bitcast(From x) {
   u.f = x;
   return u.t;
 }
-// max/min: NaN wins (XLA), otherwise the larger/smaller
-__device__ __forceinline__ float plax_max(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-__device__ __forceinline__ double plax_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-__device__ __forceinline__ float plax_min(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-__device__ __forceinline__ double plax_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+// max/min of equal floats (XLA's -0 < +0): the AND of their bits is -0 only for two -0s (max),
+// the OR is -0 for either (min); equal nonzero values have equal bits
+__device__ __forceinline__ float plax_max_tie(float a, float b) { return plax_bitcast<float>(plax_bitcast<unsigned>(a) & plax_bitcast<unsigned>(b)); }
+__device__ __forceinline__ double plax_max_tie(double a, double b) { return plax_bitcast<double>(plax_bitcast<unsigned long long>(a) & plax_bitcast<unsigned long long>(b)); }
+__device__ __forceinline__ float plax_min_tie(float a, float b) { return plax_bitcast<float>(plax_bitcast<unsigned>(a) | plax_bitcast<unsigned>(b)); }
+__device__ __forceinline__ double plax_min_tie(double a, double b) { return plax_bitcast<double>(plax_bitcast<unsigned long long>(a) | plax_bitcast<unsigned long long>(b)); }
+// max/min: NaN wins (XLA), -0 < +0, otherwise the larger/smaller
+__device__ __forceinline__ float plax_max(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : (a == b ? plax_max_tie(a, b) : b))); }
+__device__ __forceinline__ double plax_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : (a == b ? plax_max_tie(a, b) : b))); }
+__device__ __forceinline__ float plax_min(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : (a == b ? plax_min_tie(a, b) : b))); }
+__device__ __forceinline__ double plax_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : (a == b ? plax_min_tie(a, b) : b))); }
 template <typename T> __device__ __forceinline__ T plax_max(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T plax_min(T a, T b) { return a < b ? a : b; }
 // truncating division; by zero: -1 (all ones); MIN / -1 wraps to MIN
@@ -2102,11 +2108,13 @@ def _max_min_of_a_number(eqn, args: list[str], number: list[bool]) -> str | None
             np.dtype(eqn.outvars[0].aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         return None
     op = ">" if eqn.primitive is lax.max_p else "<"
+    tie = "plax_max_tie" if eqn.primitive is lax.max_p else "plax_min_tie"
     a, b = args
-    if number[0]:   # a NaN b fails the comparison and is the result, as plax_max gives it
-        return f"({a} {op} {b} ? {a} : {b})"
+    # (a NaN b fails both comparisons and is the result, as plax_max gives it)
+    if number[0]:
+        return f"({a} {op} {b} ? {a} : ({a} == {b} ? {tie}({a}, {b}) : {b}))"
     if number[1]:
-        return f"(({a} != {a} || {a} {op} {b}) ? {a} : {b})"
+        return f"(({a} != {a} || {a} {op} {b}) ? {a} : ({a} == {b} ? {tie}({a}, {b}) : {b}))"
     return None
 
 

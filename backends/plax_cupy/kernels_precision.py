@@ -20,6 +20,7 @@ from plax import lax
 from plax.lax.extra_elementwise import clz_array, clz_p, mulhi_array, mulhi_p, square_p
 from plax.lax.fused_multiply_add import fma_p
 from plax.lax.precision import reduce_precision_array, reduce_precision_p
+from plax.lowering import signed_zeros
 from plax_cupy.backend import BF16, Bf16Buffer
 from plax_cupy.codegen import convert_expr
 from plax_cupy.kernels import kernel
@@ -176,7 +177,9 @@ def _select_n(which, *cases):
 def _clamp(lo, x, hi):
     if x.dtype in (np.float32, np.float64):  # plax-compiled: CuPy's max/min flush subnormals
         return elementwise("plax_min(plax_max(a1, a0), a2)", x.dtype, lo, x, hi)
-    return cupy.minimum(cupy.maximum(x, lo), hi).astype(x.dtype)
+    # (float16/bfloat16: XLA's -0 < +0 where CuPy returns either of two equal zeros)
+    return signed_zeros.minimum(signed_zeros.maximum(x, lo, xp=cupy), hi,
+                                xp=cupy).astype(x.dtype)
 
 
 @kernel(lax.complex_p)

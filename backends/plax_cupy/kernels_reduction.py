@@ -19,6 +19,7 @@ import numpy as np
 import cupy
 
 from plax import lax
+from plax.lowering import signed_zeros
 from plax_cupy import kernels_rows
 from plax_cupy.kernels import kernel
 from plax_cupy.kernels_sort import lexicographic_order, sort_keys
@@ -151,7 +152,11 @@ def _extreme(is_max: bool):
             return cupy.take_along_axis(rows, pick, axis=-1)[..., 0]
         if x.dtype == np.float32:  # plax-compiled (CuPy's max/min flush subnormals)
             return row_reduce(x, axes, "max" if is_max else "min")
-        return rows.max(axis=-1) if is_max else rows.min(axis=-1)
+        out = rows.max(axis=-1) if is_max else rows.min(axis=-1)
+        # CuPy's max/min return either of two equal zeros: XLA's -0 < +0
+        return signed_zeros.fix_reduced_zeros(out, x, "max" if is_max else "min",
+                                              lambda found: _rows(found, axes).any(axis=-1),
+                                              xp=cupy)
     return reduce
 
 

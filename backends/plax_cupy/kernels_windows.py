@@ -27,6 +27,7 @@ import cupy
 
 from plax.lax.windows import (reduce_window_array, reduce_window_max_p, reduce_window_min_p,
                               reduce_window_sum_p, reduction_identity, window_output_shape)
+from plax.lowering import signed_zeros
 from plax_cupy import codegen, dtypes
 from plax_cupy.kernels import kernel
 
@@ -115,7 +116,14 @@ def _reducer(which: str):
                       padding=tuple(tuple(p) for p in padding),
                       base_dilation=tuple(base_dilation), window_dilation=tuple(window_dilation))
         if x.ndim == 0 or np.dtype(x.dtype) not in WINDOW_KERNEL_DTYPES[which]:
-            return reduce_window_array(x, which, xp=cupy, **params)
+            out = reduce_window_array(x, which, xp=cupy, **params)
+            if which == "sum":
+                return out
+            # CuPy's max/min return either of two equal zeros: XLA's -0 < +0 (whether a
+            # window holds the preferred zero is the window max of that flag)
+            return signed_zeros.fix_reduced_zeros(
+                out, x, which, lambda found: reduce_window_array(found, "max", xp=cupy, **params),
+                xp=cupy)
         from plax_cupy.kernels_special import launch_raw
         out_shape = window_output_shape(x.shape, *params.values())
         out = cupy.empty(out_shape, x.dtype)

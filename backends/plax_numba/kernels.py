@@ -24,12 +24,14 @@ from plax_numba.codegen import DTYPES
 
 UFUNCS = {
     lax.add_p: np.add, lax.add_any_p: np.add, lax.sub_p: np.subtract, lax.mul_p: np.multiply,
-    lax.max_p: np.maximum, lax.min_p: np.minimum,
     lax.eq_p: np.equal, lax.ne_p: np.not_equal, lax.lt_p: np.less, lax.le_p: np.less_equal,
     lax.gt_p: np.greater, lax.ge_p: np.greater_equal,
     lax.and_p: np.bitwise_and, lax.or_p: np.bitwise_or, lax.xor_p: np.bitwise_xor,
     lax.neg_p: np.negative, lax.is_finite_p: np.isfinite,
 }
+# max/min on integers and bools only: on floats XLA orders -0 below +0, NumPy's ufuncs return
+# either of two equal operands (the generated loop's fmax/fmin follow XLA)
+EXACT_ON_INTEGERS = {lax.max_p: np.maximum, lax.min_p: np.minimum}
 FLOAT_UFUNCS = {
     lax.exp_p: np.exp, lax.exp2_p: np.exp2, lax.log_p: np.log, lax.log1p_p: np.log1p,
     lax.expm1_p: np.expm1, lax.tanh_p: np.tanh, lax.sin_p: np.sin, lax.cos_p: np.cos,
@@ -49,6 +51,8 @@ def direct_ufunc(eqn):
     if not dtypes or not dtypes <= DTYPES:
         return None
     fn = UFUNCS.get(eqn.primitive)
+    if fn is None and all(d.kind in "biu" for d in dtypes):
+        fn = EXACT_ON_INTEGERS.get(eqn.primitive)
     if fn is None and all(d.kind == "f" for d in dtypes):
         fn = FLOAT_UFUNCS.get(eqn.primitive)
     if fn is None or (eqn.primitive is lax.neg_p and dtypes == {np.dtype(bool)}):

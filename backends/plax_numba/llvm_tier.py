@@ -37,12 +37,14 @@ path until numba's kernel arrives. ``PLAX_NUMBA_FIRST_TIER=0`` turns the tier of
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import struct
 import threading
 import time
 import warnings
+from typing import Callable
 
 import numpy as np
 
@@ -204,6 +206,26 @@ class _Body:
                          f"float {r}")
 
 
+def _extreme(emit: Callable[[str], str], kind: str, t: str, a: str, b: str) -> str:
+    """XLA's ``max``/``min`` (``kind``) of float registers ``a``, ``b`` of LLVM type ``t``, as
+    :func:`plax_numba.scalar.fmax`/``fmin``: NaN wins (``a``'s first), ``-0 < +0``; ``emit``
+    writes one instruction and returns its register."""
+    r = emit(f"select i1 {emit(f'fcmp {_ORDER[kind]} {t} {a}, {b}')}, {t} {a}, {t} {b}")
+    # equal operands: the AND of their bits (max) is -0 only for two -0s, the OR (min) is -0
+    # for either; equal nonzero operands have equal bits
+    i = _INT_OF[t]
+    merged = emit(f"{'and' if kind == 'max' else 'or'} {i} {emit(f'bitcast {t} {a} to {i}')}, "
+                  f"{emit(f'bitcast {t} {b} to {i}')}")
+    r = emit(f"select i1 {emit(f'fcmp oeq {t} {a}, {b}')}, {t} "
+             f"{emit(f'bitcast {i} {merged} to {t}')}, {t} {r}")
+    r = emit(f"select i1 {emit(f'fcmp uno {t} {b}, {b}')}, {t} {b}, {t} {r}")
+    return emit(f"select i1 {emit(f'fcmp uno {t} {a}, {a}')}, {t} {a}, {t} {r}")
+
+
+_ORDER = {"max": "ogt", "min": "olt"}
+_INT_OF = {"float": "i32", "double": "i64"}
+
+
 def _value(body: _Body, eqn, args: list[str]) -> str:
     """The register holding ``eqn``'s result, from its operands' registers ``args``."""
     prim = eqn.primitive
@@ -229,12 +251,8 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
     if prim is fma_p and floats:  # numba's kernel's fma_f32 / fma_f64: llvm.fma
         bits = 32 if dout == _F32 else 64
         return body.call(f"llvm.fma.f{bits}", t, *(f"{t} {a}" for a in args))
-    if prim in (lax.max_p, lax.min_p) and floats:  # plax_numba.scalar.fmax / fmin
-        a, b = args
-        cmp = "ogt" if prim is lax.max_p else "olt"
-        r = body.emit(f"select i1 {body.emit(f'fcmp {cmp} {t} {a}, {b}')}, {t} {a}, {t} {b}")
-        r = body.emit(f"select i1 {body.emit(f'fcmp uno {t} {b}, {b}')}, {t} {b}, {t} {r}")
-        return body.emit(f"select i1 {body.emit(f'fcmp uno {t} {a}, {a}')}, {t} {a}, {t} {r}")
+    if prim in (lax.max_p, lax.min_p) and floats:
+        return _extreme(body.emit, "max" if prim is lax.max_p else "min", t, *args)
     if prim is lax.select_n_p and len(args) == 2:  # one case: it
         return args[1]
     if prim is lax.select_n_p and din[0] == _BOOL and len(args) == 3:
@@ -559,14 +577,13 @@ def _reduce(body, eqn, regs, idx, shape, k: int, made: list, out_lines: list) ->
         new = f"{old}.new"
         out_lines.append(f"  {new} = {'fadd' if kind == 'sum' else 'fmul'} {t} {old}, {value}")
     else:  # plax_numba.scalar.fmax / fmin of (accumulator, value)
-        cmp = "ogt" if kind == "max" else "olt"
-        out_lines += [f"  {old}.c = fcmp {cmp} {t} {old}, {value}",
-                      f"  {old}.r = select i1 {old}.c, {t} {old}, {t} {value}",
-                      f"  {old}.bn = fcmp uno {t} {value}, {value}",
-                      f"  {old}.r2 = select i1 {old}.bn, {t} {value}, {t} {old}.r",
-                      f"  {old}.an = fcmp uno {t} {old}, {old}",
-                      f"  {old}.new = select i1 {old}.an, {t} {old}, {t} {old}.r2"]
-        new = f"{old}.new"
+        names = itertools.count()
+
+        def emit(rhs: str) -> str:
+            name = f"{old}.m{next(names)}"
+            out_lines.append(f"  {name} = {rhs}")
+            return name
+        new = _extreme(emit, kind, t, old, value)
     out_lines.append(f"  store {t} {new}, ptr {at}, align {_ALIGN[acc]}")
     return ("reduction", odt, kept_shape)
 

@@ -1,11 +1,13 @@
 """Scalar helpers the generated kernels call (compiled by numba into the caller's loop).
 
 Each follows XLA's semantics where they differ from Python's or C's: NaN-propagating
-max/min, truncating integer division with division by zero giving -1, ``rem`` by zero giving
-the dividend. The generated code casts every result to the output dtype, so helpers compute
+max/min with -0 below +0, truncating integer division with division by zero giving -1,
+``rem`` by zero giving the dividend. The generated code casts every result to the output dtype, so helpers compute
 in a wide type (int64, float64) where that is exact.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -18,20 +20,20 @@ _inline = dict(_opts, inline="always")
 
 @njit(**_inline)
 def fmax(a, b):
-    """``np.maximum`` on scalars: NaN wins (``a``'s first); otherwise ``a if a > b else b``.
-    Selects, no branches, inlined: loops calling it (relu, clamps) vectorise."""
-    r = a if a > b else b
-    r = b if b != b else r
-    return a if a != a else r
+    """XLA's ``max`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
+    larger. One select, no branches, inlined: loops calling it (relu, clamps) vectorise."""
+    # a NaN ``b`` fails every test and is the result; of two equal operands ``a`` is taken
+    # when ``b`` is -0 (two zeros give +0 unless both are -0)
+    return a if (a > b) | (a != a) | ((a == b) & (math.copysign(1.0, b) < 0.0)) else b
 
 
 @njit(**_inline)
 def fmin(a, b):
-    """``np.minimum`` on scalars: NaN wins (``a``'s first); otherwise ``a if a < b else b``.
-    Branch-free and inlined, as :func:`fmax`."""
-    r = a if a < b else b
-    r = b if b != b else r
-    return a if a != a else r
+    """XLA's ``min`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
+    smaller. One select, as :func:`fmax`."""
+    # of two equal operands ``a`` is taken when ``b`` is +0 (two zeros give -0 unless both
+    # are +0)
+    return a if (a < b) | (a != a) | ((a == b) & (math.copysign(1.0, b) > 0.0)) else b
 
 
 @njit(**_opts)

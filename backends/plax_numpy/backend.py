@@ -109,16 +109,19 @@ class NumpyEmitter(Emitter):
 def _direct_ufunc(fn: Callable, eqn) -> Callable | None:
     """The NumPy ufunc to call in place of ``fn`` for this equation, if that is exact.
 
-    Elementwise impls registered from a ufunc carry ``__plax_ufunc__``; the jaxpr's types
-    tell at compile time that no low-precision (float16/bfloat16) detour is needed, so the
-    generated code can skip the impl's wrappers.
+    Elementwise impls registered from a ufunc carry ``__plax_ufunc__``: ``(ufunc,
+    low_precision, kinds)``, ``kinds`` the dtype kinds on which the ufunc is exact (None:
+    all). The jaxpr's types tell at compile time that no low-precision (float16/bfloat16)
+    detour is needed, so the generated code can skip the impl's wrappers.
     """
     spec = getattr(fn, "__plax_ufunc__", None)
     if spec is None or eqn.params:
         return None
-    ufunc, low_precision = spec
+    ufunc, low_precision, kinds = spec
     if not isinstance(ufunc, np.ufunc):
         return None  # (np.real, np.imag: a view of the operand, and no ``out=``)
+    if kinds is not None and any(v.aval.dtype.kind not in kinds for v in eqn.invars):
+        return None  # (max/min: NumPy's ufunc on integers and bools only)
     if low_precision and any(v.aval.dtype.itemsize == 2 and v.aval.dtype.kind in "fV"
                              for v in eqn.invars):
         return None

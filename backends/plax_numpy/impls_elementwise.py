@@ -16,6 +16,7 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
+from plax.lowering import signed_zeros
 from plax.lowering.emitter import fresh_result, returns_fresh
 from plax_numpy.registry import impl, lowp, quiet
 
@@ -28,7 +29,7 @@ def _ufunc(prim, ufunc, low_precision: bool = True):
     fn = _quiet(lambda *args: ufunc(*args))
     fn = lowp(fn) if low_precision else fn
     # jit's code generator calls the ufunc directly when the operand dtypes allow it
-    fn.__plax_ufunc__ = (ufunc, low_precision)
+    fn.__plax_ufunc__ = (ufunc, low_precision, None)
     # a ufunc called without ``out=`` allocates its result (np.real/np.imag are views)
     impl(prim, fresh=isinstance(ufunc, np.ufunc))(fn)
 
@@ -138,8 +139,14 @@ def _integer_pow(x, *, y):
 
 # ------------------------------------------------------------------ binary
 
-for _prim, _uf in [(lax.atan2_p, np.arctan2), (lax.max_p, np.maximum), (lax.min_p, np.minimum)]:
-    _ufunc(_prim, _uf)
+_ufunc(lax.atan2_p, np.arctan2)
+# not NumPy's ufuncs on floats: JAX orders -0 below +0 (plax.lowering.signed_zeros); jit's
+# code generator still calls them directly on integers and bools, which have one zero
+for _prim, _fn, _uf in [(lax.max_p, signed_zeros.maximum, np.maximum),
+                        (lax.min_p, signed_zeros.minimum, np.minimum)]:
+    _fn = lowp(_quiet(_fn))
+    _fn.__plax_ufunc__ = (_uf, True, "biu")
+    impl(_prim, fresh=True)(_fn)
 
 
 @impl(lax.pow_p, fresh=True)
@@ -306,7 +313,7 @@ def _select_bool(which, on_false, on_true):
 
 @impl(lax.clamp_p, fresh=True)
 def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
+    return signed_zeros.minimum(signed_zeros.maximum(x, lo), hi).astype(x.dtype)
 
 
 # ------------------------------------------------------------------ conversion

@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 
-from plax import lax
+from plax import dtypes, lax
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
+from plax.lowering import signed_zeros
 from plax_numpy.registry import impl
 
 
@@ -136,5 +137,27 @@ def _assign(out, idx, u):
 impl(lax.scatter_p, fresh=True)(_scatter(_assign))
 impl(lax.scatter_add_p, fresh=True)(_scatter(lambda out, idx, u: np.add.at(out, idx, u)))
 impl(lax.scatter_mul_p, fresh=True)(_scatter(lambda out, idx, u: np.multiply.at(out, idx, u)))
-impl(lax.scatter_min_p, fresh=True)(_scatter(lambda out, idx, u: np.minimum.at(out, idx, u)))
-impl(lax.scatter_max_p, fresh=True)(_scatter(lambda out, idx, u: np.maximum.at(out, idx, u)))
+def _extreme_at(which: str):
+    ufunc = np.maximum if which == "max" else np.minimum
+
+    def combine(out, idx, u):
+        if not dtypes.is_float(out.dtype):
+            ufunc.at(out, idx, u)
+            return
+        before = out[idx]
+        ufunc.at(out, idx, u)
+        if not bool((out[idx] == 0).any()):
+            return
+        # a zero where updates landed gets XLA's sign (-0 < +0): the preferred zero wins if
+        # the operand or any update there held it (plax.lowering.signed_zeros)
+        touched = np.zeros(out.shape, bool)
+        touched[idx] = True
+        found = np.zeros(out.shape, bool)
+        found[idx] = signed_zeros.preferred_zeros(before, which)
+        np.logical_or.at(found, idx, signed_zeros.preferred_zeros(u, which))
+        out[...] = signed_zeros.signed(out, touched & (out == 0), found, which)
+    return combine
+
+
+impl(lax.scatter_min_p, fresh=True)(_scatter(_extreme_at("min")))
+impl(lax.scatter_max_p, fresh=True)(_scatter(_extreme_at("max")))

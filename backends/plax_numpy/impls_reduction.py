@@ -12,6 +12,7 @@ import numpy as np
 from plax import lax
 from plax.dtypes import bfloat16
 from plax.lax.cumulative import blocked_scan
+from plax.lowering import signed_zeros
 from plax_numpy.registry import impl as _impl
 
 
@@ -62,7 +63,9 @@ def _extreme(fn, identity):
             # lexicographic (real, imag) order, as XLA compares complex numbers
             return _complex_extreme(x, axes, fn is np.max)
         y = _upcast(x)
-        return np.asarray(fn(y, axis=axes, initial=identity(x.dtype))).astype(x.dtype)
+        out = np.asarray(fn(y, axis=axes, initial=identity(x.dtype))).astype(x.dtype)
+        return signed_zeros.fix_reduced_zeros(out, x, "max" if fn is np.max else "min",
+                                              lambda found: found.any(axis=axes))
     return reduce
 
 
@@ -139,8 +142,17 @@ impl(lax.cumsum_p)(_xla_ordered(np.add, 0, _cumulative(
     lambda y, a: np.cumsum(y, axis=a, dtype=y.dtype))))
 impl(lax.cumprod_p)(_xla_ordered(np.multiply, 1, _cumulative(
     lambda y, a: np.cumprod(y, axis=a, dtype=y.dtype))))
-impl(lax.cummax_p)(_cumulative(lambda y, a: np.maximum.accumulate(y, axis=a)))
-impl(lax.cummin_p)(_cumulative(lambda y, a: np.minimum.accumulate(y, axis=a)))
+def _signed_zero_scan(which, accumulate):
+    # JAX's zero sign (plax.lowering.signed_zeros): +0 once a +0 was seen (max), -0 (min)
+    def scan(y, a):
+        out = np.asarray(accumulate(y, axis=a))
+        return signed_zeros.fix_reduced_zeros(out, y, which,
+                                              lambda found: np.logical_or.accumulate(found, a))
+    return scan
+
+
+impl(lax.cummax_p)(_cumulative(_signed_zero_scan("max", np.maximum.accumulate)))
+impl(lax.cummin_p)(_cumulative(_signed_zero_scan("min", np.minimum.accumulate)))
 
 
 def _sort_key(k):

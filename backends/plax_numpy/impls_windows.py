@@ -7,13 +7,21 @@ import numpy as np
 
 from plax.lax.windows import (reduce_window_array, reduce_window_max_p, reduce_window_min_p,
                               reduce_window_sum_p)
+from plax.lowering import signed_zeros
 from plax_numpy.registry import impl, quiet
 
 
 def _reducer(which: str):
     @quiet
     def kernel(x, **params):
-        return reduce_window_array(np.asarray(x), which, **params)
+        x = np.asarray(x)
+        out = reduce_window_array(x, which, **params)
+        if which == "sum":
+            return out
+        # JAX's zero sign: whether any element of a window is the preferred zero is the
+        # window max of that flag (plax.lowering.signed_zeros)
+        return signed_zeros.fix_reduced_zeros(
+            out, x, which, lambda found: reduce_window_array(found, "max", **params))
 
     kernel.__name__ = f"reduce_window_{which}"
     return kernel

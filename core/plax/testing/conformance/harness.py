@@ -141,6 +141,30 @@ def f64(x) -> np.ndarray:
     return x
 
 
+def zero_ordered_max(x, y) -> np.ndarray:
+    """Elementwise maximum in XLA's order (IEEE 754-2019 ``maximum``): NaN propagates and
+    ``-0.0 < +0.0``, so two zeros give ``-0.0`` only when both are ``-0.0``. A reference for
+    max-like primitives, whose results the kit compares bit for bit where they are exact."""
+    x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    both_zero = (x == 0) & (y == 0)
+    with np.errstate(invalid="ignore"):
+        return np.where(both_zero, np.where(np.signbit(x) & np.signbit(y), -0.0, 0.0),
+                        np.maximum(x, y))
+
+
+def zero_ordered_min(x, y) -> np.ndarray:
+    """Elementwise minimum in XLA's order: NaN propagates, two zeros give ``-0.0`` when
+    either is ``-0.0`` (see :func:`zero_ordered_max`)."""
+    return -zero_ordered_max(-np.asarray(x, np.float64), -np.asarray(y, np.float64))
+
+
+def zero_ordered_gt(a, b) -> bool:
+    """``a > b`` for two real Python scalars in XLA's order of zeros (``-0.0 < +0.0``)."""
+    if a == b == 0 and isinstance(a, float) and isinstance(b, float):
+        return math.copysign(1.0, a) > math.copysign(1.0, b)
+    return a > b
+
+
 def pyints(x) -> np.ndarray:
     """An object array of Python ints (exact integer reference arithmetic)."""
     return np.vectorize(int, otypes=[object])(np.asarray(x)) if np.size(x) else \

@@ -6,6 +6,7 @@ dilation (holes), window dilation and strides, in float64/complex128 or exact in
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -14,7 +15,7 @@ from plax.lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
 from plax.lax.windows import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
 
 from .harness import BOOL, NUM, ORDERED, Case, GradCase, Spec, dt, f64, pyints, rand, \
-    rand_distinct, wrap
+    rand_distinct, wrap, zero_ordered_max, zero_ordered_min
 
 SPECS: list[Spec] = []
 WINDOW_SPECS: list[Spec] = []
@@ -171,12 +172,20 @@ def window_ref(x, *, which, window_dimensions, window_strides, padding, base_dil
         elif which == "prod":
             out[idx] = np.prod(vals) if vals else 1
         elif vals:
-            out[idx] = max(vals) if which == "max" else min(vals)
+            out[idx] = _extreme(vals, which, exact)
         else:  # only padding and holes: the identity
             out[idx] = _identity(x.dtype, which)
     if exact and which == "sum":
         return wrap(out, x.dtype)
     return out.astype(x.dtype) if exact else out
+
+
+def _extreme(vals, which: str, exact: bool):
+    """max/min of one window: NaN propagates, ``-0.0 < +0.0`` (XLA's order)."""
+    if exact:
+        return max(vals) if which == "max" else min(vals)
+    combine = zero_ordered_max if which == "max" else zero_ordered_min
+    return float(functools.reduce(combine, vals))
 
 
 def _identity(d, which):
@@ -218,6 +227,13 @@ def _window_spec(prim, which, types):
             sample = (lambda s: lambda rng: [rand(rng, s, d, -3, 3)])(shape)
             ref = (lambda p: lambda x: window_ref(x, which=which, **p))(p)
             out.append(Case(p, sample, ref, label, tol_scale=4))
+        if which != "sum" and (d.kind == "f" or d.name == "bfloat16"):
+            # windows of two whose max/min is a zero of either sign, bit for bit (the 1-D
+            # case's program); and NaN, which propagates
+            p = WINDOW_CONFIGS[0][1]
+            x = np.array([0.0, -0.0, -0.0, 0.0, 0.0, np.nan], d)
+            out.append(Case(p, lambda rng: [x], lambda x: window_ref(x, which=which, **p),
+                            "signed zeros", vmap=False, exact_bits=True))
         return out
 
     def grads():

@@ -17,7 +17,7 @@ from plax import lax
 
 from .harness import (ALL, BOOL_OR_INT, COMPLEX, FLOAT, INEXACT, INT, NUM, ORDERED, Case,
                       GradCase, Spec, as_dtype, dt, f64, pyints, rand, rand_bits, rand_distinct,
-                      wrap)
+                      wrap, zero_ordered_max, zero_ordered_min)
 
 SPECS: list[Spec] = []
 
@@ -494,6 +494,9 @@ def _cmp_lt(x, y):
 def _maxmin(prim, fn, pick, py):
     def cases(d):
         cs = _binary_cases(d, _objmap(py), _lexi(fn, pick), specials=True)
+        for c in cs:
+            # every pair of specials, +0 and -0 among them: bit for bit, in XLA's order
+            c.exact_bits = c.label == "specials"
         if d.kind == "c":  # ties of the real part decided by the imaginary part
             x = np.array([1 + 2j, 1 + 3j, -1 - 1j, 2 + 0j], d)
             y = np.array([1 + 3j, 0 + 9j, -1 + 1j, 2 + 0j], d)
@@ -506,8 +509,8 @@ def _maxmin(prim, fn, pick, py):
     return add(Spec(prim, ORDERED + COMPLEX, cases, grads=grads))
 
 
-_maxmin(lax.max_p, np.maximum, _cmp_gt, max)
-_maxmin(lax.min_p, np.minimum, _cmp_lt, min)
+_maxmin(lax.max_p, zero_ordered_max, _cmp_gt, max)
+_maxmin(lax.min_p, zero_ordered_min, _cmp_lt, min)
 
 _binary(lax.atan2_p, None, np.arctan2, FLOAT,
         grads=lambda: [_g2(lax.atan2_p, _X, _Y), _g2(lax.atan2_p, _S, _Y, "scalar"),
@@ -689,10 +692,22 @@ def _clamp_cases(d):
                 lo = rand(rng, sb or (), d, -2, 0)
                 hi = rand(rng, sb or sx, d, 0, 2)
             return [lo, rand(rng, sx, d, -3, 3), hi]
-        cs.append(Case({}, sample,
-                       lambda lo, x, hi: np.minimum(np.maximum(f64(x), f64(lo)), f64(hi)),
-                       f"{list(sx)} bounds {sb}"))
+        cs.append(Case({}, sample, _clamp_ref, f"{list(sx)} bounds {sb}"))
+    if d.kind == "f" or d.name == "bfloat16":
+        # min(max(x, lo), hi) in XLA's order of zeros, bit for bit (the shape of the array
+        # bounds case: the same compiled program)
+        lo = np.array([[-0.0, 0.0, -0.0], [-1.0, -1.0, -1.0]], d)
+        x = np.array([[0.0, -0.0, -0.0], [-0.0, 0.0, 0.0]], d)
+        hi = np.array([[1.0, 1.0, 1.0], [0.0, -0.0, 0.0]], d)
+        cs.append(Case({}, lambda rng: [lo, x, hi], _clamp_ref, "signed zeros", vmap=False,
+                       exact_bits=True))
     return cs
+
+
+def _clamp_ref(lo, x, hi):
+    if np.asarray(x).dtype.kind in "biu":  # exact in the operands' own type
+        return np.minimum(np.maximum(x, lo), hi)
+    return zero_ordered_min(zero_ordered_max(f64(x), f64(lo)), f64(hi))
 
 
 def _clamp_grads():

@@ -12,7 +12,7 @@ import numpy as np
 from plax import lax
 
 from .harness import (ALL, BOOL_OR_INT, COMPLEX, INT, NUM, ORDERED, Case, GradCase, Spec, dt,
-                      f64, pyints, rand, rand_bits, rand_distinct, wrap)
+                      f64, pyints, rand, rand_bits, rand_distinct, wrap, zero_ordered_gt)
 from .spec_shape import values
 
 SPECS: list[Spec] = []
@@ -21,6 +21,9 @@ REDUCE_CONFIGS = [((2, 3), (0,)), ((2, 3), (1,)), ((2, 3), (0, 1)), ((2, 3), ())
                   ((0, 3), (0,)), ((0, 3), (1,)), ((2, 3, 4), (0, 2)), ((7,), (0,))]
 
 NANS = np.array([[1.0, np.nan, 3.0, -np.inf], [np.inf, 2.0, -1.0, 0.5], [np.nan, np.nan, 1, 2]])
+# XLA orders -0 below +0 in max/min: each row and column has a zero maximum or minimum of
+# either sign (the shape of NANS, so the programs compiled for it run these too)
+SIGNED_ZEROS = np.array([[0.0, -0.0, -0.0, -1.0], [-0.0, -1.0, -0.0, -2.0], [0.0, 2.0, 0.0, 3.0]])
 
 
 def rows(x, axes):
@@ -65,6 +68,18 @@ def _lex_lt(a, b):
     return _lex_gt(b, a)
 
 
+def _ordered_gt(a, b):
+    """max's order: lexicographic for complex, ``-0.0 < +0.0`` for floats (argmax's
+    :func:`_lex_gt` takes the zeros as equal, as JAX's argmax does)."""
+    if isinstance(a, complex) or isinstance(b, complex):
+        return _lex_gt(a, b)
+    return zero_ordered_gt(a, b)
+
+
+def _ordered_lt(a, b):
+    return _ordered_gt(b, a)
+
+
 def _identity_max(d):
     if d == np.bool_:
         return False
@@ -105,9 +120,11 @@ def _reduce_spec(prim, dtypes, fn_of_dtype, *, lo=-3, hi=3, grads=None, nondiff=
                     (lambda axes: lambda x: ref(x, axes))(axes), f"{list(s)} axes={axes}", tol_scale=4)
                for s, axes in REDUCE_CONFIGS]
         if specials and (d.kind == "f" or d.name == "bfloat16"):
-            out += [Case({"axes": axes}, lambda rng: [NANS.astype(d)],
-                         (lambda axes: lambda x: ref(x, axes))(axes), f"NaN axes={axes}", vmap=False)
-                    for axes in ((0,), (1,))]
+            out += [Case({"axes": axes}, lambda rng, a=a: [a.astype(d)],
+                         (lambda axes: lambda x: ref(x, axes))(axes), f"{what} axes={axes}",
+                         vmap=False, exact_bits=True)
+                    for axes in ((0,), (1,)) for a, what in ((NANS, "NaN"),
+                                                             (SIGNED_ZEROS, "signed zeros"))]
         return out
     spec = Spec(prim, dtypes, cases, grads=grads, nondiff=nondiff, vmap_dtype=vmap_dtype)
     SPECS.append(spec)
@@ -147,10 +164,10 @@ def _zeros_prod_grads():
 SPECS[-1].grads = (lambda g: lambda: g() + [_zeros_prod_grads()])(SPECS[-1].grads)
 
 _reduce_spec(lax.reduce_max_p, ORDERED + COMPLEX,
-             lambda d: lambda v: _best(v, _lex_gt, _identity_max(d)), specials=True,
+             lambda d: lambda v: _best(v, _ordered_gt, _identity_max(d)), specials=True,
              grads=_reduce_grads(lax.reduce_max_p, distinct=True))
 _reduce_spec(lax.reduce_min_p, ORDERED + COMPLEX,
-             lambda d: lambda v: _best(v, _lex_lt, _identity_min(d)), specials=True,
+             lambda d: lambda v: _best(v, _ordered_lt, _identity_min(d)), specials=True,
              grads=_reduce_grads(lax.reduce_min_p, distinct=True))
 _reduce_spec(lax.reduce_and_p, BOOL_OR_INT,
              lambda d: lambda v: functools.reduce(lambda a, b: a & b, v, True if d == np.bool_ else -1),
@@ -249,9 +266,11 @@ def _cum_spec(prim, step, dtypes, *, lo=-3, hi=3, specials=False, grads=None):
                     (lambda a, r: lambda x: ref(x, a, r))(a, r), f"{list(s)} axis={a} reverse={r}",
                     tol_scale=4) for s, a, r in CUM_CONFIGS]
         if specials and (d.kind == "f" or d.name == "bfloat16"):
-            out += [Case({"axis": 1, "reverse": r}, lambda rng: [NANS.astype(d)],
-                         (lambda r: lambda x: ref(x, 1, r))(r), f"NaN reverse={r}", vmap=False)
-                    for r in (False, True)]
+            out += [Case({"axis": 1, "reverse": r}, lambda rng, a=a: [a.astype(d)],
+                         (lambda r: lambda x: ref(x, 1, r))(r), f"{what} reverse={r}",
+                         vmap=False, exact_bits=True)
+                    for r in (False, True) for a, what in ((NANS, "NaN"),
+                                                           (SIGNED_ZEROS, "signed zeros"))]
         return out
 
     def default_grads():
@@ -267,8 +286,8 @@ def _cum_spec(prim, step, dtypes, *, lo=-3, hi=3, specials=False, grads=None):
 
 _cum_spec(lax.cumsum_p, lambda a, b: a + b, NUM)
 _cum_spec(lax.cumprod_p, lambda a, b: a * b, NUM, lo=0.5, hi=1.5)
-_cum_spec(lax.cummax_p, _nan_step(_lex_gt), NUM, specials=True)
-_cum_spec(lax.cummin_p, _nan_step(_lex_lt), NUM, specials=True)
+_cum_spec(lax.cummax_p, _nan_step(_ordered_gt), NUM, specials=True)
+_cum_spec(lax.cummin_p, _nan_step(_ordered_lt), NUM, specials=True)
 
 
 # ------------------------------------------------------------------ sort
