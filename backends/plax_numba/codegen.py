@@ -755,7 +755,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
-    parallel = order_free and (large if parallel is None else parallel)
+    by_rows = not flat and _rows_independent(cluster, shape, reversed_dims)
+    parallel = (order_free or by_rows) and (large if parallel is None else parallel)
     options = "_PARALLEL" if parallel else "_OPTIONS"
     if not parallel and _decoded_sums_only(cluster):
         options += ', fastmath={"reassoc"}'  # (see _decoded_sums_only)
@@ -776,7 +777,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         for d in range(rank):
             extent = (f"{dims[d]} - 1, -1, -1" if d in reversed_dims else dims[d])
-            lines.append("    " + "    " * d + f"for {idx[d]} in range({extent}):")
+            loop = "prange" if d == 0 and parallel else "range"  # (by_rows)
+            lines.append("    " + "    " * d + f"for {idx[d]} in {loop}({extent}):")
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
                 lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
@@ -830,6 +832,23 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+
+
+def _rows_independent(cluster, shape: tuple, reversed_dims: set) -> bool:
+    """Whether a nested loop's outermost dimension may run on threads: every reduction
+    keeps that axis (each outer index accumulates into its own elements, in the serial
+    loop's order, so the results are bit-identical) and nothing scans along it or fixes the
+    order across it (arg-reductions' and cumulative ops' carries). Softmax's
+    ``exp(x - max)`` and its row sums over a (1000, 1000) array was one serial loop."""
+    if len(shape) < 2 or shape[0] < 2 or 0 in reversed_dims:
+        return False
+    for eqn in cluster.eqns:
+        kind = kind_of(eqn.primitive)
+        if kind in (ARG_REDUCTION, CUMULATIVE):
+            return False
+        if kind == REDUCTION and 0 in eqn.params["axes"]:
+            return False
+    return True
 
 
 def _decoded_sums_only(cluster) -> bool:
