@@ -62,6 +62,11 @@ _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf
 #: and ~2x from 2**16 (see GOMP_SPINCOUNT in plax_numba/__init__.py).
 PARALLEL_MIN = env_number("PLAX_NUMBA_PARALLEL_MIN", 1 << 15)
 
+#: an *indexed* loop over at least this many rows runs as nested loops threaded over its
+#: rows; over fewer, as one flat loop recovering the indices from the flat position (the
+#: threads then share out the elements, not a handful of rows)
+INDEXED_ROWS_MIN = 16
+
 
 class Unsupported(Exception):
     """The cluster uses something the code generator does not express (the message says what)."""
@@ -764,6 +769,19 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
+    elif indexed and shape[0] >= INDEXED_ROWS_MIN:
+        # one loop per dimension, the outermost threaded, the flat position summed from
+        # the indices: recovering each index from the flat position took an integer division
+        # and a remainder per element (softmax's final x / sum on 1000x1000: 1.9 -> 0.75 ms wall, 2 cores)
+        loop = "prange" if parallel else "range"
+        for d in range(rank):
+            lines.append("    " + "    " * d
+                         + f"for {idx[d]} in {loop if d == 0 else 'range'}({dims[d]}):")
+        flat_at = idx[0]
+        for d in range(1, rank):
+            flat_at = f"({flat_at}) * {dims[d]} + {idx[d]}"
+        lines.append("    " + "    " * rank + f"i = {flat_at}")
+        lines += ["    " + "    " * rank + s for s in body]
     elif flat:
         loop = "prange" if parallel else "range"
         lines.append(f"    for i in {loop}({' * '.join(dims)}):")
