@@ -598,6 +598,11 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     reversed_dims: set = set()  # nested loops walking their dimension from its end
     helpers: list[str] = []     # functions the kernel calls, defined before it
     row_post: list[str] = []    # nested loops: after each row the innermost loop walks
+    row_pre: list[str] = []     # nested loops: before each row the innermost loop walks
+    # threaded over rows (_rows_independent): a reduction along the innermost axis sums a
+    # row's values after the row, from a scratch row, in the same order; the row's loop then
+    # carries no reduction and vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
+    row_wise = not flat and _rows_independent(cluster, shape, set())
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -732,7 +737,16 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 out_dims = ", ".join(dims[d] for d in kept)
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
-                body.append(f"{at} = {update(at, operand)}")
+                in_dtype = np.dtype(eqn.invars[0].aval.dtype)
+                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
+                    row_pre.append(f"row_w{k} = np.empty({dims[-1]}, {_t(in_dtype)})")
+                    body.append(f"row_w{k}[{idx[-1]}] = {operand}")
+                    row_post += [f"row_acc{k} = {init}", f"for row_q{k} in range({dims[-1]}):",
+                                 f"    row_acc{k} = "
+                                 f"{update(f'row_acc{k}', f'row_w{k}[row_q{k}]')}",
+                                 f"{at} = row_acc{k}"]
+                else:
+                    body.append(f"{at} = {update(at, operand)}")
                 if odt in LOW_FLOATS:  # each result's bits, rounded through float32
                     post += [f"r{j} = np.empty(s{k}.shape, np.uint16)",
                              f"r{j}_f = r{j}.reshape(s{k}.size)",
@@ -800,6 +814,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
                 lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
+                lines += ["    " + "    " * (d + 1) + s for s in row_pre]
         lines += ["    " + "    " * rank + s for s in body]
         lines += ["    " + "    " * (rank - 1) + s for s in row_post]
     lines += ["    " + s for s in post]
