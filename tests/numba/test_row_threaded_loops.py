@@ -71,5 +71,12 @@ def test_row_reductions_and_broadcasts_thread_over_rows(monkeypatch):
     assert len(summed) == 1 and "for i0 in prange(n0):" in summed[0]
     assert len(divided) == 1 and "for i0 in prange(n0):" in divided[0]
     assert " // " not in divided[0]
+    assert "row_w3[i1] = t2" in summed[0]  # the row's exps kept, summed after the row
     (got,), (want,) = both(softmax, x, fallback_is_error=True)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+    def int_rows(z):  # two innermost-axis reductions of int32 values, an input named a1
+        return jnp.sum(z * 3, -1) + jnp.max(z - 1, -1)
+    z = np.random.default_rng(2).integers(-50, 50, (20, 9)).astype(np.int32)
+    (got,), (want,) = both(int_rows, z, fallback_is_error=True)
+    np.testing.assert_array_equal(got, want)
