@@ -602,7 +602,8 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     # threaded over rows (_rows_independent): a reduction along the innermost axis sums a
     # row's values after the row, from a scratch row, in the same order; the row's loop then
     # carries no reduction and vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
-    row_wise = not flat and _rows_independent(cluster, shape, set())
+    row_wise = (not flat and math.prod(shape) >= PARALLEL_MIN
+                and _rows_independent(cluster, shape, set()))
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -774,7 +775,9 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
-    by_rows = not flat and _rows_independent(cluster, shape, reversed_dims)
+    # (a float16 sum keeps its serial loop: reassociated, it vectorises, _decoded_sums_only)
+    by_rows = (not flat and _rows_independent(cluster, shape, reversed_dims)
+               and not _decoded_sums_only(cluster))
     parallel = (order_free or by_rows) and (large if parallel is None else parallel)
     options = "_PARALLEL" if parallel else "_OPTIONS"
     if not parallel and _decoded_sums_only(cluster):
@@ -786,7 +789,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     elif indexed and shape[0] >= INDEXED_ROWS_MIN:
         # one loop per dimension, the outermost threaded, the flat position summed from
         # the indices: recovering each index from the flat position took an integer division
-        # and a remainder per element (softmax's final x / sum on 1000x1000: 1.9 -> 0.75 ms wall, 2 cores)
+        # and a remainder per element (softmax's x / sum on 1000x1000: 1.9 -> 0.75 ms wall)
         loop = "prange" if parallel else "range"
         for d in range(rank):
             lines.append("    " + "    " * d
