@@ -62,9 +62,10 @@ _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf
 #: and ~2x from 2**16 (see GOMP_SPINCOUNT in plax_numba/__init__.py).
 PARALLEL_MIN = env_number("PLAX_NUMBA_PARALLEL_MIN", 1 << 15)
 
-#: an *indexed* loop over at least this many rows runs as nested loops threaded over its
-#: rows; over fewer, as one flat loop recovering the indices from the flat position (the
-#: threads then share out the elements, not a handful of rows)
+#: an *indexed* loop over at least this many rows of at least this many elements runs as
+#: nested loops threaded over its rows; otherwise as one flat loop recovering the indices
+#: from the flat position (the threads then share out the elements, not a handful of rows,
+#: and a short row's loop does not pay its setup per handful of elements)
 INDEXED_ROWS_MIN = 16
 
 
@@ -786,7 +787,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
-    elif indexed and shape[0] >= INDEXED_ROWS_MIN:
+    elif indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN:
         # one loop per dimension, the outermost threaded, the flat position summed from
         # the indices: recovering each index from the flat position took an integer division
         # and a remainder per element (softmax's x / sum on 1000x1000: 1.9 -> 0.75 ms wall)

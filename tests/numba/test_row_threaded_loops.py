@@ -60,7 +60,7 @@ def test_row_reductions_and_broadcasts_thread_over_rows(monkeypatch):
     flat position; the values match the reference within softmax's tolerance."""
     from plax_numba import codegen
     monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
-    monkeypatch.setattr(codegen, "INDEXED_ROWS_MIN", 16)
+    monkeypatch.setattr(codegen, "INDEXED_ROWS_MIN", 8)
     x = np.random.default_rng(1).standard_normal((24, 8)).astype(np.float32)
 
     def softmax(x):
