@@ -62,6 +62,12 @@ _LOW_IMPORT = ("from plax_numba.scalar import f16_value, f16_bits, round_f16, bf
 #: and ~2x from 2**16 (see GOMP_SPINCOUNT in plax_numba/__init__.py).
 PARALLEL_MIN = env_number("PLAX_NUMBA_PARALLEL_MIN", 1 << 15)
 
+#: an *indexed* loop over at least this many rows of at least this many elements runs as
+#: nested loops threaded over its rows; otherwise as one flat loop recovering the indices
+#: from the flat position (the threads then share out the elements, not a handful of rows,
+#: and a short row's loop does not pay its setup per handful of elements)
+INDEXED_ROWS_MIN = 16
+
 
 class Unsupported(Exception):
     """The cluster uses something the code generator does not express (the message says what)."""
@@ -593,6 +599,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     reversed_dims: set = set()  # nested loops walking their dimension from its end
     helpers: list[str] = []     # functions the kernel calls, defined before it
     row_post: list[str] = []    # nested loops: after each row the innermost loop walks
+    row_pre: list[str] = []     # nested loops: before each row the innermost loop walks
+    # threaded over rows (_rows_independent): a reduction along the innermost axis sums a
+    # row's values after the row, from a scratch row, in the same order; the row's loop then
+    # carries no reduction and vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
+    row_wise = (not flat and math.prod(shape) >= PARALLEL_MIN
+                and _rows_independent(cluster, shape, set()))
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -727,7 +739,16 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 out_dims = ", ".join(dims[d] for d in kept)
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
-                body.append(f"{at} = {update(at, operand)}")
+                in_dtype = np.dtype(eqn.invars[0].aval.dtype)
+                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
+                    row_pre.append(f"row_w{k} = np.empty({dims[-1]}, {_t(in_dtype)})")
+                    body.append(f"row_w{k}[{idx[-1]}] = {operand}")
+                    row_post += [f"row_acc{k} = {init}", f"for row_q{k} in range({dims[-1]}):",
+                                 f"    row_acc{k} = "
+                                 f"{update(f'row_acc{k}', f'row_w{k}[row_q{k}]')}",
+                                 f"{at} = row_acc{k}"]
+                else:
+                    body.append(f"{at} = {update(at, operand)}")
                 if odt in LOW_FLOATS:  # each result's bits, rounded through float32
                     post += [f"r{j} = np.empty(s{k}.shape, np.uint16)",
                              f"r{j}_f = r{j}.reshape(s{k}.size)",
@@ -755,7 +776,10 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
-    parallel = order_free and (large if parallel is None else parallel)
+    # (a float16 sum keeps its serial loop: reassociated, it vectorises, _decoded_sums_only)
+    by_rows = (not flat and _rows_independent(cluster, shape, reversed_dims)
+               and not _decoded_sums_only(cluster))
+    parallel = (order_free or by_rows) and (large if parallel is None else parallel)
     options = "_PARALLEL" if parallel else "_OPTIONS"
     if not parallel and _decoded_sums_only(cluster):
         options += ', fastmath={"reassoc"}'  # (see _decoded_sums_only)
@@ -763,6 +787,19 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
+    elif indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN:
+        # one loop per dimension, the outermost threaded, the flat position summed from
+        # the indices: recovering each index from the flat position took an integer division
+        # and a remainder per element (softmax's x / sum on 1000x1000: 1.9 -> 0.75 ms wall)
+        loop = "prange" if parallel else "range"
+        for d in range(rank):
+            lines.append("    " + "    " * d
+                         + f"for {idx[d]} in {loop if d == 0 else 'range'}({dims[d]}):")
+        flat_at = idx[0]
+        for d in range(1, rank):
+            flat_at = f"({flat_at}) * {dims[d]} + {idx[d]}"
+        lines.append("    " + "    " * rank + f"i = {flat_at}")
+        lines += ["    " + "    " * rank + s for s in body]
     elif flat:
         loop = "prange" if parallel else "range"
         lines.append(f"    for i in {loop}({' * '.join(dims)}):")
@@ -776,10 +813,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     else:
         for d in range(rank):
             extent = (f"{dims[d]} - 1, -1, -1" if d in reversed_dims else dims[d])
-            lines.append("    " + "    " * d + f"for {idx[d]} in range({extent}):")
+            loop = "prange" if d == 0 and parallel else "range"  # (by_rows)
+            lines.append("    " + "    " * d + f"for {idx[d]} in {loop}({extent}):")
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
                 lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
+                lines += ["    " + "    " * (d + 1) + s for s in row_pre]
         lines += ["    " + "    " * rank + s for s in body]
         lines += ["    " + "    " * (rank - 1) + s for s in row_post]
     lines += ["    " + s for s in post]
@@ -830,6 +869,23 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+
+
+def _rows_independent(cluster, shape: tuple, reversed_dims: set) -> bool:
+    """Whether a nested loop's outermost dimension may run on threads: every reduction
+    keeps that axis (each outer index accumulates into its own elements, in the serial
+    loop's order, so the results are bit-identical) and nothing scans along it or fixes the
+    order across it (arg-reductions' and cumulative ops' carries). Softmax's
+    ``exp(x - max)`` and its row sums over a (1000, 1000) array was one serial loop."""
+    if len(shape) < 2 or shape[0] < 2 or 0 in reversed_dims:
+        return False
+    for eqn in cluster.eqns:
+        kind = kind_of(eqn.primitive)
+        if kind in (ARG_REDUCTION, CUMULATIVE):
+            return False
+        if kind == REDUCTION and 0 in eqn.params["axes"]:
+            return False
+    return True
 
 
 def _decoded_sums_only(cluster) -> bool:

@@ -1,0 +1,79 @@
+"""plax on Numba beside JAX on the CPU: row reductions, softmax, relu and a 2x2 max-pool of one
+float32 (1000, 1000) array, each jitted, in one table measured in one run.
+
+    python benchmarks/cpu_row_reductions.py [--repeat R] [--size N]
+
+Each cell is the fastest, over ``--repeat`` batches of calls lasting about 0.1 s, of the wall
+time per call after a warm-up call (plax compiles its kernels first: ``PLAX_NUMBA_SYNC=1``);
+the two columns' batches alternate, so both see the same moments of a shared host. The last
+column is plax / JAX (below 1: plax is faster). JAX's column is skipped where JAX is not
+installed. Run it with ``PYTHONPATH`` pointing at another checkout to compare revisions.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("PLAX_NUMBA_SYNC", "1")
+
+import numpy as np  # noqa: E402
+
+
+def programs(np_, lax, nn) -> dict:
+    """The workloads, written once for either library's numpy, lax and nn modules."""
+    return {
+        "max(x)": lambda x: np_.max(x),
+        "max(x, -1)": lambda x: np_.max(x, -1),
+        "softmax(x, -1)": lambda x: nn.softmax(x, -1),
+        "maximum(x, 0.0)": lambda x: np_.maximum(x, 0.0),
+        "2x2 max-pool": lambda x: np_.max(x.reshape(x.shape[0] // 2, 2, x.shape[1] // 2, 2),
+                                          (1, 3)),
+        "cummax(x, 1)": lambda x: lax.cummax(x, 1),
+    }
+
+
+def per_call(fn, x, seconds: float = 0.1) -> float:
+    """Seconds per call of ``fn(x)`` over one batch lasting about ``seconds``."""
+    start, n = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        fn(x).block_until_ready()
+        n += 1
+    return (time.perf_counter() - start) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--size", type=int, default=1000)
+    args = parser.parse_args()
+    import plax
+    from plax import numpy as pnp
+    host = np.random.default_rng(0).standard_normal((args.size, args.size)).astype(np.float32)
+    columns = {"plax-numba": (programs(pnp, plax.lax, plax.nn), plax.jit, pnp.asarray(host),
+                              {"backend": "numba"})}
+    try:
+        import jax
+        from jax import numpy as jnp
+        columns["JAX"] = (programs(jnp, jax.lax, jax.nn), jax.jit, jnp.asarray(host), {})
+    except ImportError:
+        print("(JAX not installed: its column is skipped)")
+    names = list(columns)
+    print(f"{'program':18s}" + "".join(f"{n + ' us':>14s}" for n in names)
+          + ("   plax/JAX" if len(names) == 2 else ""))
+    for row in programs(pnp, plax.lax, plax.nn):
+        fns = {}
+        for name, (progs, jit, x, options) in columns.items():
+            fns[name] = (jit(progs[row], **options), x)
+            fns[name][0](x).block_until_ready()
+        best = {name: float("inf") for name in names}
+        for _ in range(args.repeat):
+            for name, (fn, x) in fns.items():
+                best[name] = min(best[name], per_call(fn, x))
+        cells = "".join(f"{best[n] * 1e6:14.1f}" for n in names)
+        ratio = f"{best[names[0]] / best[names[1]]:11.2f}" if len(names) == 2 else ""
+        print(f"{row:18s}{cells}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
