@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("PLAX_NUMBA_SYNC", "1")
 
 import numpy as np  # noqa: E402
+
+from compare import fastest_per_call  # noqa: E402 (benchmarks/compare.py)
 
 
 def programs(np_, lax, nn) -> dict:
@@ -31,15 +32,6 @@ def programs(np_, lax, nn) -> dict:
                                           (1, 3)),
         "cummax(x, 1)": lambda x: lax.cummax(x, 1),
     }
-
-
-def per_call(fn, x, seconds: float = 0.1) -> float:
-    """Seconds per call of ``fn(x)`` over one batch lasting about ``seconds``."""
-    start, n = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
-        fn(x).block_until_ready()
-        n += 1
-    return (time.perf_counter() - start) / n
 
 
 def main() -> None:
@@ -62,14 +54,12 @@ def main() -> None:
     print(f"{'program':18s}" + "".join(f"{n + ' us':>14s}" for n in names)
           + ("   plax/JAX" if len(names) == 2 else ""))
     for row in programs(pnp, plax.lax, plax.nn):
-        fns = {}
+        calls = {}
         for name, (progs, jit, x, options) in columns.items():
-            fns[name] = (jit(progs[row], **options), x)
-            fns[name][0](x).block_until_ready()
-        best = {name: float("inf") for name in names}
-        for _ in range(args.repeat):
-            for name, (fn, x) in fns.items():
-                best[name] = min(best[name], per_call(fn, x))
+            fn = jit(progs[row], **options)
+            calls[name] = lambda fn=fn, x=x: fn(x).block_until_ready()
+        best = {name: wall for name, (wall, _) in
+                fastest_per_call(calls, args.repeat, 0.1).items()}
         cells = "".join(f"{best[n] * 1e6:14.1f}" for n in names)
         ratio = f"{best[names[0]] / best[names[1]]:11.2f}" if len(names) == 2 else ""
         print(f"{row:18s}{cells}{ratio}")

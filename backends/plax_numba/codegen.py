@@ -600,11 +600,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     helpers: list[str] = []     # functions the kernel calls, defined before it
     row_post: list[str] = []    # nested loops: after each row the innermost loop walks
     row_pre: list[str] = []     # nested loops: before each row the innermost loop walks
-    # threaded over rows (_rows_independent): a reduction along the innermost axis sums a
-    # row's values after the row, from a scratch row, in the same order; the row's loop then
-    # carries no reduction and vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
-    row_wise = (not flat and math.prod(shape) >= PARALLEL_MIN
-                and _rows_independent(cluster, shape, set()))
+    # a nested loop threaded over its rows (_rows_independent; a float16 sum keeps its
+    # serial loop: reassociated, it vectorises, _decoded_sums_only)
+    by_rows = (not flat and _rows_independent(cluster, shape)
+               and not _decoded_sums_only(cluster))
+    # so threaded, a reduction along the innermost axis sums a row's values after the row,
+    # from a scratch row, in the same order; the row's loop then carries no reduction and
+    # vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
+    row_wise = by_rows and math.prod(shape) >= PARALLEL_MIN
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -776,9 +779,6 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     if into:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
-    # (a float16 sum keeps its serial loop: reassociated, it vectorises, _decoded_sums_only)
-    by_rows = (not flat and _rows_independent(cluster, shape, reversed_dims)
-               and not _decoded_sums_only(cluster))
     parallel = (order_free or by_rows) and (large if parallel is None else parallel)
     options = "_PARALLEL" if parallel else "_OPTIONS"
     if not parallel and _decoded_sums_only(cluster):
@@ -871,13 +871,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                       [e.primitive.name for e in cluster.eqns])
 
 
-def _rows_independent(cluster, shape: tuple, reversed_dims: set) -> bool:
+def _rows_independent(cluster, shape: tuple) -> bool:
     """Whether a nested loop's outermost dimension may run on threads: every reduction
     keeps that axis (each outer index accumulates into its own elements, in the serial
     loop's order, so the results are bit-identical) and nothing scans along it or fixes the
     order across it (arg-reductions' and cumulative ops' carries). Softmax's
     ``exp(x - max)`` and its row sums over a (1000, 1000) array was one serial loop."""
-    if len(shape) < 2 or shape[0] < 2 or 0 in reversed_dims:
+    if len(shape) < 2 or shape[0] < 2:  # (no cumulative op: no loop walks backwards)
         return False
     for eqn in cluster.eqns:
         kind = kind_of(eqn.primitive)

@@ -316,17 +316,18 @@ class NumbaEmitter(Emitter):
         ``integer_pow``, ``clamp``, ``sign``, integer ``div``...) as a one-equation kernel:
         its reference kernel makes several NumPy passes over the array (10M float32
         ``logistic``: 37.6 ms, 4.6 ms as a kernel). None where the equation is small
-        (:data:`LONE_KERNEL_MIN` elements), not elementwise, or not expressible by
+        (:data:`LONE_KERNEL_MIN` elements), not elementwise (nor a :func:`strided_extreme`
+        max/min), or not expressible by
         :func:`plax_numba.codegen.elementwise` (float64 ``erf_inv``, for one, keeps its
         reference kernel)."""
         from plax.lowering import ELEMENTWISE, Cluster, fusion_kind
-        if not self.compile_kernels or (fusion_kind(eqn.primitive) != ELEMENTWISE
-                                        and not strided_extreme(eqn)):
+        extreme = strided_extreme(eqn)
+        if (not self.compile_kernels or (fusion_kind(eqn.primitive) != ELEMENTWISE
+                                         and not extreme)
+                or eqn.primitive.multiple_results or len(eqn.outvars) != 1):
             return None
-        if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
-            return None
-        loop_over = eqn.invars[0] if strided_extreme(eqn) else eqn.outvars[0]
-        shape = tuple(loop_over.aval.shape)  # (a reduction's loop: its operand's shape)
+        # (a reduction's loop: its operand's shape)
+        shape = tuple((eqn.invars[0] if extreme else eqn.outvars[0]).aval.shape)
         if math.prod(shape) < LONE_KERNEL_MIN or codegen.reference_only(eqn):
             return None
         if len({id(v) for v in eqn.invars}) != len(eqn.invars):
