@@ -277,7 +277,12 @@ def _combine_expr(kind: str, dtype, acc: str, v: str) -> str:
         if dtypes.is_half(dtype):  # the chosen element keeps its bits
             a, b = codegen.load_expr(acc, dtype), codegen.load_expr(v, dtype)
             pick = "<" if kind == "min" else ">"
-            return f"(({a}) != ({a}) ? {acc} : (({b}) != ({b}) ? {v} : (({a}) {pick} ({b}) ? {acc} : {v})))"
+            # equal values (-0 < +0, as XLA): the AND of their bits for max (-0 only for two
+            # -0s), the OR for min; equal nonzero halves have equal bits
+            tie = (f"{dtypes.ctype(dtype)}{{(unsigned short)({acc}.bits "
+                   f"{'&' if kind == 'max' else '|'} {v}.bits)}}")
+            return (f"(({a}) != ({a}) ? {acc} : (({b}) != ({b}) ? {v} : (({a}) {pick} ({b}) ? "
+                    f"{acc} : (({a}) == ({b}) ? {tie} : {v}))))")
         return f"plax_{kind}({acc}, {v})"
     if dtype.kind == "b":
         return f"({acc} {'||' if kind == 'add' else '&&'} {v})"

@@ -102,6 +102,27 @@ def test_scatter_combines_duplicates_in_order():
                              primitives={"scatter-min", "scatter-max"}) == 1
 
 
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16", np.float32], ids=str)
+def test_scatter_max_min_order_negative_zero_below_positive(dtype):
+    """XLA's rule (-0 < +0) in the scatter's combine, float16/bfloat16 (their own select) as
+    float32 (``plax_max``): the sign bits of the zeros equal the NumPy backend's."""
+    import ml_dtypes
+    import plax
+    from test_kernels_a_simulated import reference, run_kernel
+    dt = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    operand = np.array([0.0, -0.0, 0.0, -0.0], dt)
+    updates = np.array([-0.0, 0.0, -0.0, 0.0, -0.0, -0.0], dt)
+    idx = np.array([0, 1, 2, 3, 2, 1], np.int32)
+    for fn in (lambda x, i, u: x.at[i].max(u), lambda x, i, u: x.at[i].min(u)):
+        closed = plax.make_jaxpr(fn)(operand, idx, updates)
+        (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name.startswith("scatter")]
+        args = [operand, np.asarray(idx).reshape(-1, 1), updates]
+        got = np.asarray(run_kernel(eqn.primitive, *args, **eqn.params))
+        want = np.asarray(reference(eqn.primitive, *args, **eqn.params))
+        assert np.signbit(got.astype(np.float32)).tolist() == \
+            np.signbit(want.astype(np.float32)).tolist(), (eqn.primitive.name, got, want)
+
+
 @pytest.mark.parametrize("index_dtype", [np.uint8, np.int16, np.int64, np.uint64], ids=IDS)
 def test_index_dtypes_and_window_scatters(index_dtype):
     # unsigned indices far out of bounds are dropped or clamped, never wrapped to negatives;
