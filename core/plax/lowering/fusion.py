@@ -1053,8 +1053,7 @@ def _early_units(units: list, producer: dict, reads: list, start: int, made: set
         eqns = _unit_eqns(unit)
         own = {id(v) for e in eqns for v in e.outvars}
         if _scalar_producer(unit) is None and _index_producer(unit) is None:
-            if isinstance(unit, Cluster) and (unit.parts is not None or unit.epilogue or
-                                              unit.row_axes):
+            if _folded(unit):
                 return None
             if not all(_row_local_eqn(e, shape, m, lambda v: id(v) not in own) for e in eqns):
                 return None
@@ -1063,11 +1062,18 @@ def _early_units(units: list, producer: dict, reads: list, start: int, made: set
     return found
 
 
+def _folded(unit) -> bool:
+    """Whether ``unit`` is a cluster an earlier fold formed (a structural group's, one with an
+    epilogue, a row-local one), which a row-local group neither starts from nor takes in."""
+    return isinstance(unit, Cluster) and (unit.parts is not None or bool(unit.epilogue)
+                                          or bool(unit.row_axes))
+
+
 def _row_geometry(unit, max_row: int) -> tuple | None:
     """``(shape, row_axes)`` where ``unit`` (a plain cluster or a lone equation) may start a
     row-local cluster: it has ``REDUCTION`` equations, all over the same trailing axes of
     operands of one shape, whose rows have 2 to ``max_row`` elements; else None."""
-    if isinstance(unit, Cluster) and (unit.parts is not None or unit.epilogue or unit.row_axes):
+    if _folded(unit):
         return None
     reducing = [e for e in _unit_eqns(unit) if _fusion_kinds.get(e.primitive) == REDUCTION]
     layouts = {(tuple(e.invars[0].aval.shape), tuple(sorted(int(a) for a in e.params["axes"])))
@@ -1159,8 +1165,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         while todo:   # (in program order: a unit's readers all come after it)
             k = heapq.heappop(todo)
             cand = units[k]
-            if cand is None or k in merged or (isinstance(cand, Cluster) and (
-                    cand.parts is not None or cand.epilogue or cand.row_axes)):
+            if cand is None or k in merged or _folded(cand):
                 continue
             theirs = _unit_eqns(cand)
             new = {id(v) for e in theirs for v in e.outvars}
