@@ -41,9 +41,11 @@ import numpy as np
 
 from plax import lax
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
-from plax.lowering.fusion import ROW_LOCAL_IDENTITIES
+from plax.lax.slicing import GatherScatterMode, gather_fill_value
+from plax.lowering.fusion import ROW_LOCAL_IDENTITIES, per_row as one_per_row
 
 from plax_cupy import codegen, special_source
+from plax_cupy.gather_index import start_inside
 from plax_cupy.dtypes import UnsupportedDtype, ctype, value_ctype
 
 
@@ -159,15 +161,72 @@ def _used_defs(defs: list, body: list) -> list:
     return kept[::-1]
 
 
-def _role(var, shape: tuple, kept_shapes: tuple) -> str:
+def _role(var, shape: tuple, kept: tuple) -> str:
     s = tuple(var.aval.shape)
     if s == shape:
         return "row"
     if s == ():
         return "scalar"
-    if s in kept_shapes:
+    if one_per_row(s, kept):
         return "kept"
     raise codegen.Unsupported(f"a value of shape {s} in a row-local cluster over {shape}")
+
+
+class _Pick(codegen.Reduction):
+    """A ``gather`` of one element per row (``take_along_axis(x, labels[:, None], -1)``) as a
+    reduction of the row: each lane's accumulator starts at ``-0`` (the identity of a sum
+    that keeps every value's bits, ``-0`` too), adds the element at the row's index and the
+    lanes combine as a sum: the picked element, exactly. Out of bounds: the fill value
+    (``FILL_OR_DROP``, :meth:`result`) or the clamped index (``CLIP``, ``PROMISE_IN_BOUNDS``)."""
+
+    def __init__(self, eqn, row: int):
+        dtype = np.dtype(eqn.outvars[0].aval.dtype)
+        if dtype == np.bool_ or dtype.kind == "c":
+            raise codegen.Unsupported(f"gather of {dtype} in a row-local cluster")
+        super().__init__("sum", dtype)
+        self.init = f"(({self.acc_ctype})-0.0)"
+        self.row, self.index_dtype = row, np.dtype(eqn.invars[1].aval.dtype)
+        self.fill = eqn.params["mode"] == GatherScatterMode.FILL_OR_DROP
+        self.fill_value = gather_fill_value(dtype, eqn.params["fill_value"])
+
+    def operand(self, value: str, index: str | None = None) -> str:
+        """The element ``value`` (at the row's column ``c``) where ``c`` is the row's
+        ``index`` (a C expression of the gather's one index), else the identity."""
+        at = f"(long long)({index})" if self.fill else \
+            codegen.clamped_start(index, self.index_dtype, self.row - 1)
+        return f"(c == {at} ? {super().operand(value)} : {self.init})"
+
+    def result(self, value: str, index: str) -> str:
+        """The gathered ``value`` (the value type), or the fill value where ``index`` is out of
+        the row (``FILL_OR_DROP``)."""
+        if not self.fill:
+            return value
+        return f"(({start_inside(f'({index})', self.index_dtype, self.row - 1)}) ? {value} : " \
+            f"{codegen.c_literal(self.fill_value, self.dtype)})"
+
+
+def _scatter_expr(eqn, operand: str, index: str, update: str, row: int) -> str:
+    """A row element (column ``c``) of a ``scatter-add`` of one update per row into the row
+    ``operand`` (its transpose of a ``take_along_axis``): the operand plus ``update`` where
+    ``c`` is the row's ``index``, the operand elsewhere (``FILL_OR_DROP`` and
+    ``PROMISE_IN_BOUNDS`` drop an update out of the row; ``CLIP`` clamps its index)."""
+    index_dtype = np.dtype(eqn.invars[1].aval.dtype)
+    at = codegen.clamped_start(index, index_dtype, row - 1) \
+        if eqn.params["mode"] == GatherScatterMode.CLIP else f"(long long)({index})"
+    add = codegen.elementwise_expr(
+        _Add(eqn.invars[0], eqn.invars[2], eqn.outvars[0]), [operand, update])
+    return f"(c == {at} ? {add} : {operand})"
+
+
+class _Add:
+    """An ``add`` equation's shape for :func:`plax_cupy.codegen.elementwise_expr` (a
+    scatter-add's sum, rounded as the reference rounds it)."""
+
+    primitive = lax.add_p
+    params: dict = {}
+
+    def __init__(self, x, y, out):
+        self.invars, self.outvars = [x, y], [out]
 
 
 def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
@@ -190,7 +249,6 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
         raise codegen.Unsupported("not a row-local cluster")
     rank = len(shape)
     kept = shape[:rank - m]
-    kept_shapes = (kept, kept + (1,) * m)
     row = math.prod(shape[rank - m:])
     n_rows = math.prod(kept)
     strides = codegen._strides(shape)
@@ -216,13 +274,15 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             live.update(id(v) for v in eqn.invars)
     eqns = [e for e in cluster.eqns if id(e.outvars[0]) in live]
     phase: dict = {}
+    picks = lambda e: e.primitive is lax.gather_p   # (a gather of one element a row)
     for eqn in eqns:
         p = max((phase.get(id(v), 0) for v in eqn.invars), default=0)
-        phase[id(eqn.outvars[0])] = p + 1 if fusion_kind(eqn.primitive) == REDUCTION else p
+        phase[id(eqn.outvars[0])] = p + 1 if fusion_kind(eqn.primitive) == REDUCTION or \
+            picks(eqn) else p
     # (an iota's values are its index's: computed per element where a broadcast over the
     # rows reads them, role "index")
     roles = {id(e.outvars[0]): "index" if e.primitive is lax.iota_p and
-             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept_shapes)
+             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept)
              for e in eqns}
     iotas = {id(e.outvars[0]): e for e in eqns if roles[id(e.outvars[0])] == "index"}
     for eqn in eqns:
@@ -241,7 +301,16 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                     sorted(int(a) for a in eqn.params["axes"]) != list(range(rank - m, rank)):
                 raise codegen.Unsupported("a reduction outside the row")
             reductions.append((eqn, codegen.reduction_of(eqn)))
+        elif picks(eqn):
+            reductions.append((eqn, _Pick(eqn, row)))
+        elif eqn.primitive.name not in ("scatter-add",) and eqn.primitive.name.startswith(
+                ("gather", "scatter")):
+            raise codegen.Unsupported(f"{eqn.primitive.name} in a row-local cluster")
     red_index = {id(e.outvars[0]): r for r, (e, _) in enumerate(reductions)}
+
+    def acc_phase(eqn) -> int:
+        """The phase accumulating a reduction (or a gather: its index read too)."""
+        return max((phase.get(id(v), 0) for v in eqn.invars), default=0)
 
     # the geometry: several rows a warp (a lane group each, shuffles) or a block a row
     packed = row <= 32 and all(red.acc_ctype in SHUFFLE_CTYPES for _, red in reductions)
@@ -260,9 +329,10 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             if inp.kind == "literal":
                 uniform[id(inp.atom)] = inp.name
             continue
-        if tuple(inp.atom.aval.shape) not in (shape, ()) + kept_shapes:
+        if tuple(inp.atom.aval.shape) not in (shape, ()) and \
+                not one_per_row(tuple(inp.atom.aval.shape), kept):
             continue   # (an operand broadcast over the rows: read through the index map)
-        role = _role(inp.atom, shape, kept_shapes)
+        role = _role(inp.atom, shape, kept)
         if role == "row":
             continue   # (read at each element, by the phases that need it)
         vt = value_ctype(inp.dtype)
@@ -299,6 +369,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 r = red_index[id(out)]
                 red = reductions[r][1]
                 expr = codegen.load_expr(red.store(f"grp{r}[s]" if packed else f"s{r}[0]", dout), dout)
+                if isinstance(red, _Pick):
+                    expr = red.result(expr, uniform[id(eqn.invars[1])])
             elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p) or \
                     eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = uniform[id(eqn.invars[0])]   # (the same value: one per row)
@@ -317,7 +389,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
 
     def targets_of(p: int) -> set:
         """The row values phase ``p`` must make: its reductions' operands, its row outputs."""
-        targets = {id(e.invars[0]) for e, _ in reductions if phase.get(id(e.invars[0]), 0) == p}
+        targets = {id(e.invars[0]) for e, _ in reductions if acc_phase(e) == p}
         return targets | {id(v) for v in cluster.outputs
                           if roles.get(id(v)) == "row" and phase.get(id(v), 0) == p}
 
@@ -399,6 +471,9 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             elif fusion_kind(eqn.primitive) == BROADCAST or \
                     eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = value(op)
+            elif eqn.primitive is lax.scatter_add_p:
+                expr = _scatter_expr(eqn, value(op), uniform[id(eqn.invars[1])],
+                                     uniform[id(eqn.invars[2])], row)
             else:
                 expr = codegen.elementwise_expr(eqn, [value(v) for v in eqn.invars])
             lines.append(f"const {value_ctype(dout)} t{k} = {expr};")
@@ -408,8 +483,9 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             if j is not None and phase.get(id(out), 0) == p:
                 lines.append(f"o{j}[i] = {codegen.store_expr(f't{k}', dout)};")
         for r in accumulated:
-            red = reductions[r][1]
-            operand = red.operand(value(reductions[r][0].invars[0]))
+            red, e = reductions[r][1], reductions[r][0]
+            operand = red.operand(value(e.invars[0]), uniform[id(e.invars[1])]) if picks(e) \
+                else red.operand(value(e.invars[0]))
             lines.append(f"acc{r} = {red.accumulate(f'acc{r}', operand)};")
         return lines, need_index
 
@@ -429,7 +505,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     body: list = (slot_loop(per_row) if per_row else []) + uniform_lines(0)
     phases = 0
     for p in range(last + 1):
-        accumulated = [r for r, (e, _) in enumerate(reductions) if phase.get(id(e.invars[0]), 0) == p]
+        accumulated = [r for r, (e, _) in enumerate(reductions) if acc_phase(e) == p]
         lines, need_index = element_lines(p, accumulated, to_hold(p))
         if lines:
             phases += 1

@@ -1088,20 +1088,63 @@ def _row_geometry(unit, max_row: int) -> tuple | None:
     return shape, m
 
 
+def per_row(value_shape: tuple, kept: tuple) -> bool:
+    """Whether a value of ``value_shape`` holds one element per row of a row-local cluster
+    whose kept axes are ``kept``: the kept axes followed by any number of size-1 axes (a
+    reduction's result, kept or not; ``labels[:, None, None]``, an index vector per row).
+
+    Example:
+      >>> per_row((64,), (64,)), per_row((64, 1, 1), (64,)), per_row((64, 10), (64,))
+      (True, True, False)
+    """
+    return value_shape[:len(kept)] == kept and all(d == 1 for d in value_shape[len(kept):])
+
+
+def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
+    """Whether ``eqn`` is a ``gather`` or ``scatter-add`` that selects one element *within*
+    each row of a row-local cluster over ``shape`` (rows: its last axis, ``m == 1``): the
+    operand row-shaped, the indices (and a scatter's updates) one per row, the rows' kept axes
+    the batching dimensions of both, the one index naming the row's axis, no window --
+    ``take_along_axis(x, labels[:, None], -1)`` and its transpose, the scatter-add of the
+    cotangent into a zeros row. Each row's block then reads (a gather: the element at the
+    row's index) or writes (a scatter: the update added at the row's index) its own row."""
+    name, rank = eqn.primitive.name, len(shape)
+    if m != 1 or name not in ("gather", "scatter-add") or \
+            tuple(eqn.invars[0].aval.shape) != shape:
+        return False
+    kept = shape[:rank - 1]
+    indices = tuple(eqn.invars[1].aval.shape)
+    if not indices or indices[-1] != 1 or not per_row(indices, kept) or \
+            eqn.invars[1].aval.dtype.kind not in "iu":
+        return False
+    dn, batch, row_axis = eqn.params["dimension_numbers"], tuple(range(rank - 1)), (rank - 1,)
+    if name == "gather":
+        return tuple(dn.offset_dims) == () and tuple(dn.collapsed_slice_dims) == row_axis and \
+            tuple(dn.start_index_map) == row_axis and tuple(dn.operand_batching_dims) == batch \
+            and tuple(dn.start_indices_batching_dims) == batch and \
+            tuple(eqn.params["slice_sizes"]) == (1,) * rank and \
+            per_row(tuple(eqn.outvars[0].aval.shape), kept)
+    return tuple(dn.update_window_dims) == () and tuple(dn.inserted_window_dims) == row_axis \
+        and tuple(dn.scatter_dims_to_operand_dims) == row_axis and \
+        tuple(dn.operand_batching_dims) == batch and \
+        tuple(dn.scatter_indices_batching_dims) == batch and \
+        tuple(eqn.invars[2].aval.shape) == indices[:-1] and \
+        tuple(eqn.outvars[0].aval.shape) == shape
+
+
 def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
     """Whether ``eqn`` may be part of a row-local cluster over ``shape`` whose rows are its
-    ``m`` trailing axes: each value it reads or makes is row-shaped (``shape``), kept-shaped
-    (one per row: the kept axes, with or without the reduced ones as size 1) or rank 0; it is
-    a reduction of the rows, single-result elementwise work, a ``broadcast_in_dim`` of a
-    kept-shaped or rank-0 value over the rows (or of an input of the cluster,
-    ``is_input(var)``, read through its index map), or a ``reshape``/``squeeze`` between the
-    two kept shapes."""
+    ``m`` trailing axes: each value it reads or makes is row-shaped (``shape``), one per row
+    (the kept axes followed by size-1 axes: :func:`_per_row`) or rank 0; it is a reduction of
+    the rows, single-result elementwise work, a ``broadcast_in_dim`` of a per-row or rank-0
+    value over the rows or to another per-row shape (or of an input of the cluster,
+    ``is_input(var)``, read through its index map), a ``reshape``/``squeeze`` between per-row
+    shapes, or a gather/scatter-add within the rows (:func:`_row_local_indexing`)."""
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
         return False
     kept = shape[:len(shape) - m]
-    kept_shapes = (kept, kept + (1,) * m)
     out = tuple(eqn.outvars[0].aval.shape)
-    if out != shape and out not in kept_shapes and out != ():
+    if out != shape and not per_row(out, kept) and out != ():
         return False
     kind = _fusion_kinds.get(eqn.primitive)
     if kind == REDUCTION:
@@ -1114,17 +1157,15 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
         if eqn.params.get("sharding") is not None:
             return False
         src, dims = tuple(op.aval.shape), tuple(eqn.params["broadcast_dimensions"])
-        if src == () or (src == kept and dims == tuple(range(len(kept)))):
-            return True
-        if src == kept_shapes[1] and dims == tuple(range(len(shape))):
-            return out == shape or src == out
+        if src == () or (per_row(src, kept) and dims[:len(kept)] == tuple(range(len(kept)))):
+            return True   # (the same value for the whole row)
         return out == shape and isinstance(op, Var) and is_input(op)
     if eqn.primitive.name in ROW_LOCAL_IDENTITIES:
         return tuple(op.aval.shape) == out
     if kind == STRUCTURAL and eqn.primitive.name in KEEPS_ORDER:
-        return tuple(op.aval.shape) in kept_shapes and out in kept_shapes and \
+        return per_row(tuple(op.aval.shape), kept) and per_row(out, kept) and \
             eqn.params.get("dimensions") is None
-    return False
+    return _row_local_indexing(eqn, shape, m)
 
 
 def _rereads_rows(eqns: list, shape: tuple) -> bool:
