@@ -74,6 +74,7 @@ def programs(jnp, jax):
         ("mean((p-y)**2) * 0.5", half_mse, (x, y)),
         ("sum(x, 0) * 0.25 + 1", row_sums_scaled, (x,)),
         ("exp(max(x, 1) - 1)", col_max_shift, (x,)),
+        ("xent(log_softmax)", xent, (x, labels)),
         ("grad mean((p-y)**2)*0.5", jax.grad(half_mse), (x, y)),
         ("grad sum(softmax(x)**2)", jax.grad(lambda x: jnp.sum(softmax(x) ** 2)), (x,)),
         ("grad sum(layer norm * y)", jax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)), (x, y)),

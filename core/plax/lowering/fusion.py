@@ -1063,10 +1063,11 @@ def _early_units(units: list, producer: dict, reads: list, start: int, made: set
 
 
 def _folded(unit) -> bool:
-    """Whether ``unit`` is a cluster an earlier fold formed (a structural group's, one with an
-    epilogue, a row-local one), which a row-local group neither starts from nor takes in."""
-    return isinstance(unit, Cluster) and (unit.parts is not None or bool(unit.epilogue)
-                                          or bool(unit.row_axes))
+    """Whether ``unit`` is a cluster an earlier fold formed that a row-local group neither
+    starts from nor takes in (one with an epilogue, a row-local one). A structural group's
+    equations are checked one by one as a plain cluster's (``take_along_axis`` of a
+    log-softmax, computed at the gathered index: row-local where the gather is)."""
+    return isinstance(unit, Cluster) and (bool(unit.epilogue) or bool(unit.row_axes))
 
 
 def _row_geometry(unit, max_row: int) -> tuple | None:
