@@ -18,7 +18,10 @@ kernels), and every thread computes the kept values of phase ``p + 1`` (register
 for the whole row); the row's first thread stores those that are outputs. Reductions combine
 in an order fixed by the geometry, so results are deterministic. ``argmax``/``argmin`` do not
 form row-local clusters (the fusion pass admits ``REDUCTION`` equations only); an ``iota`` read
-through a broadcast over the rows (``one_hot``) is computed per element from the index.
+through a broadcast over the rows (``one_hot``) is computed per element from the index. A
+``gather`` of one element a row (``take_along_axis``) is a reduction too (:class:`_Pick`: the
+element at the row's index, or the fill value), a ``scatter-add`` of one update a row (its
+transpose) elementwise work on the row (the update added where the column is the row's index).
 
 Geometry: rows of up to 32 elements share warps, a lane group of :func:`row_lanes` lanes per
 row and a ``__shfl_xor_sync`` butterfly per reduction; longer rows take a block of

@@ -106,11 +106,13 @@ whose ``REDUCTION`` equations all reduce the same *trailing* axes of one shape (
 reduced elements of one kept index; rows of 2 to ``N`` elements) takes the later units that
 read its values (and, in turn, the units reading theirs) when each of their equations is
 row-local: single-result elementwise work whose values are all row-shaped (the iteration
-shape), all kept-shaped (the kept axes, with or without the reduced ones as size 1) or rank 0;
-a reduction of the same rows; a ``broadcast_in_dim`` of a kept-shaped or rank-0 value over the
-rows, or of a value from outside the group read through its index map; a
-``reshape``/``squeeze`` between the two kept shapes; a ``stop_gradient``
-(:data:`ROW_LOCAL_IDENTITIES`). What they read from outside must be computed before the
+shape), all one per row (the kept axes followed by size-1 axes: :func:`per_row`) or rank 0;
+a reduction of the same rows; a ``broadcast_in_dim`` of a per-row or rank-0 value over the
+rows or to another per-row shape, or of a value from outside the group read through its index
+map; a ``reshape``/``squeeze`` between per-row shapes; a ``stop_gradient``
+(:data:`ROW_LOCAL_IDENTITIES`); a ``gather``/``scatter-add`` of one element within each row
+(``take_along_axis(x, labels[:, None], -1)`` and its transpose: :func:`_row_local_indexing`).
+A structural group's equations count one by one, as a plain cluster's. What they read from outside must be computed before the
 first unit, except what moves into the group with its reader (``_early_units``): a scalar
 producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
 class indices, read through a broadcast: a generator computes it from the index) and a unit
