@@ -304,11 +304,10 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                     sorted(int(a) for a in eqn.params["axes"]) != list(range(rank - m, rank)):
                 raise codegen.Unsupported("a reduction outside the row")
             reductions.append((eqn, codegen.reduction_of(eqn)))
+        elif eqn.primitive in (lax.gather_p, lax.scatter_add_p) and m != 1:
+            raise codegen.Unsupported(f"{eqn.primitive.name} in rows over {m} axes")
         elif picks(eqn):
             reductions.append((eqn, _Pick(eqn, row)))
-        elif eqn.primitive.name not in ("scatter-add",) and eqn.primitive.name.startswith(
-                ("gather", "scatter")):
-            raise codegen.Unsupported(f"{eqn.primitive.name} in a row-local cluster")
     red_index = {id(e.outvars[0]): r for r, (e, _) in enumerate(reductions)}
 
     def acc_phase(eqn) -> int:

@@ -64,12 +64,13 @@ def _programs():
         onehot = plax.nn.one_hot(labels, x.shape[-1], dtype=x.dtype)
         return x - jnp.sum(x * onehot, -1, keepdims=True) + onehot
 
-    def xent_take(x, labels):   # (the classic loss: a gather of one element a row)
+    def xent_take(x, labels, mode=None):   # (the classic loss: a gather of one element a row)
         logp = plax.nn.log_softmax(x, axis=-1)
-        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=-1))
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=-1, mode=mode))
 
-    def pick_take(x, labels):   # (the gathered element read by the row again)
-        picked = jnp.take_along_axis(plax.nn.log_softmax(x, axis=-1), labels[..., None], -1)
+    def pick_take(x, labels, mode=None):   # (the gathered element read by the row again)
+        picked = jnp.take_along_axis(plax.nn.log_softmax(x, axis=-1), labels[..., None], -1,
+                                     mode=mode)
         return x - picked
 
     return {
@@ -90,6 +91,8 @@ def _programs():
         "grad_xent_take": plax.grad(xent_take),   # (the gather's transpose: a scatter-add)
         "pick_take": pick_take,
         "vmap_pick_take": plax.vmap(pick_take),   # (batching dims (0, 1))
+        "grad_xent_take_clip": plax.grad(lambda x, l: xent_take(x, l, "clip")),
+        "pick_take_clip": lambda x, l: pick_take(x, l, "clip"),   # (out of range: clamped)
     }
 
 
@@ -123,7 +126,9 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("grad_xent_take", (6, 33), np.dtype(np.float16)),
          ("grad_xent_take", (4, 10), BF16), ("grad_xent_take", (2, 2049), np.dtype(np.float32)),
          ("pick_take", (6, 10), np.dtype(np.float64)),
-         ("vmap_pick_take", (2, 3, 33), np.dtype(np.float32))]
+         ("vmap_pick_take", (2, 3, 33), np.dtype(np.float32)),
+         ("grad_xent_take_clip", (6, 7), np.dtype(np.float32)),
+         ("pick_take_clip", (6, 7), np.dtype(np.float32))]
 
 #: cases whose operand holds NaN, +inf and -inf (a row each)
 NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
@@ -141,7 +146,7 @@ def _operands(name, shape, dtype, rng):
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
     if name.endswith("_one_hot"):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
-    if name.endswith("_take"):
+    if name.endswith(("_take", "_take_clip")):
         return [x, _labels(shape)]
     if name in ("grad_layer_norm", "grad_log_softmax"):
         return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
