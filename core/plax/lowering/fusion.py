@@ -111,10 +111,10 @@ a reduction of the same rows; a ``broadcast_in_dim`` of a per-row or rank-0 valu
 rows or to another per-row shape, or of a value from outside the group read through its index
 map; a ``reshape``/``squeeze`` between per-row shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`); a ``gather``/``scatter-add`` of one element within each row
-(``take_along_axis(x, labels[:, None], -1)`` and its transpose: :func:`_row_local_indexing`).
-A structural group's equations count one by one, as a plain cluster's. What they read from outside must be computed before the
-first unit, except what moves into the group with its reader (``_early_units``): a scalar
-producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
+(``take_along_axis(x, labels[:, None], -1)`` and its transpose: :func:`_row_local_indexing`);
+a structural group's equations count one by one, as a plain cluster's. What they read from
+outside must be computed before the first unit, except what moves into the group with its
+reader (``_early_units``): a scalar producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
 class indices, read through a broadcast: a generator computes it from the index) and a unit
 of row-local work on the same rows that does not read the group (``grad``'s ``one_hot`` half
 of a cross-entropy), and in turn what they read; a scalar producer or ``iota`` before it that only the group reads
@@ -1138,7 +1138,7 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
 def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
     """Whether ``eqn`` may be part of a row-local cluster over ``shape`` whose rows are its
     ``m`` trailing axes: each value it reads or makes is row-shaped (``shape``), one per row
-    (the kept axes followed by size-1 axes: :func:`_per_row`) or rank 0; it is a reduction of
+    (the kept axes followed by size-1 axes: :func:`per_row`) or rank 0; it is a reduction of
     the rows, single-result elementwise work, a ``broadcast_in_dim`` of a per-row or rank-0
     value over the rows or to another per-row shape (or of an input of the cluster,
     ``is_input(var)``, read through its index map), a ``reshape``/``squeeze`` between per-row
