@@ -43,6 +43,7 @@ import re
 import numpy as np
 
 from plax import lax
+from plax.core.jaxpr import JaxprEqn
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax.lowering.fusion import ROW_LOCAL_IDENTITIES, per_row as one_per_row
@@ -216,20 +217,10 @@ def _scatter_expr(eqn, operand: str, index: str, update: str, row: int) -> str:
     index_dtype = np.dtype(eqn.invars[1].aval.dtype)
     at = codegen.clamped_start(index, index_dtype, row - 1) \
         if eqn.params["mode"] == GatherScatterMode.CLIP else f"(long long)({index})"
-    add = codegen.elementwise_expr(
-        _Add(eqn.invars[0], eqn.invars[2], eqn.outvars[0]), [operand, update])
+    add = codegen.elementwise_expr(   # (the sum rounded as an ``add`` equation's)
+        JaxprEqn(lax.add_p, [eqn.invars[0], eqn.invars[2]], [eqn.outvars[0]], {}),
+        [operand, update])
     return f"(c == {at} ? {add} : {operand})"
-
-
-class _Add:
-    """An ``add`` equation's shape for :func:`plax_cupy.codegen.elementwise_expr` (a
-    scatter-add's sum, rounded as the reference rounds it)."""
-
-    primitive = lax.add_p
-    params: dict = {}
-
-    def __init__(self, x, y, out):
-        self.invars, self.outvars = [x, y], [out]
 
 
 def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
