@@ -1055,8 +1055,6 @@ def _early_units(units: list, producer: dict, reads: list, start: int, made: set
         eqns = _unit_eqns(unit)
         own = {id(v) for e in eqns for v in e.outvars}
         if _scalar_producer(unit) is None and _index_producer(unit) is None:
-            if _folded(unit):
-                return None
             if not all(_row_local_eqn(e, shape, m, lambda v: id(v) not in own) for e in eqns):
                 return None
         stack += [producer[id(v)] for e in eqns for v in e.invars if isinstance(v, Var)
@@ -1064,20 +1062,12 @@ def _early_units(units: list, producer: dict, reads: list, start: int, made: set
     return found
 
 
-def _folded(unit) -> bool:
-    """Whether ``unit`` is a cluster an earlier fold formed that a row-local group neither
-    starts from nor takes in (one with an epilogue, a row-local one). A structural group's
-    equations are checked one by one as a plain cluster's (``take_along_axis`` of a
-    log-softmax, computed at the gathered index: row-local where the gather is)."""
-    return isinstance(unit, Cluster) and (bool(unit.epilogue) or bool(unit.row_axes))
-
-
 def _row_geometry(unit, max_row: int) -> tuple | None:
-    """``(shape, row_axes)`` where ``unit`` (a plain cluster or a lone equation) may start a
+    """``(shape, row_axes)`` where ``unit`` (a cluster or a lone equation) may start a
     row-local cluster: it has ``REDUCTION`` equations, all over the same trailing axes of
-    operands of one shape, whose rows have 2 to ``max_row`` elements; else None."""
-    if _folded(unit):
-        return None
+    operands of one shape, whose rows have 2 to ``max_row`` elements; else None. (The folds
+    before this one make plain clusters and structural groups, whose equations are checked
+    one by one; row-local and epilogue clusters are only formed from here on.)"""
     reducing = [e for e in _unit_eqns(unit) if _fusion_kinds.get(e.primitive) == REDUCTION]
     layouts = {(tuple(e.invars[0].aval.shape), tuple(sorted(int(a) for a in e.params["axes"])))
                for e in reducing}
@@ -1209,7 +1199,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         while todo:   # (in program order: a unit's readers all come after it)
             k = heapq.heappop(todo)
             cand = units[k]
-            if cand is None or k in merged or _folded(cand):
+            if cand is None or k in merged:
                 continue
             theirs = _unit_eqns(cand)
             new = {id(v) for e in theirs for v in e.outvars}
