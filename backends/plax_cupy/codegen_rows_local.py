@@ -178,17 +178,24 @@ def _role(var, shape: tuple, kept: tuple) -> str:
 
 class _Pick(codegen.Reduction):
     """A ``gather`` of one element per row (``take_along_axis(x, labels[:, None], -1)``) as a
-    reduction of the row: each lane's accumulator starts at ``-0`` (the identity of a sum
-    that keeps every value's bits, ``-0`` too), adds the element at the row's index and the
-    lanes combine as a sum: the picked element, exactly. Out of bounds: the fill value
-    (``FILL_OR_DROP``, :meth:`result`) or the clamped index (``CLIP``, ``PROMISE_IN_BOUNDS``)."""
+    reduction of the row: each lane's accumulator starts at zero, ORs in the element at the
+    row's index and the lanes combine by OR: the picked element, exactly. Floats go through
+    their bits (an unsigned integer as wide as the value type), so a NaN's sign and payload
+    and a -0 come through as a copy keeps them (an arithmetic identity such as ``-0 + x``
+    would give the device's canonical NaN); integers sum in the wrap-around accumulator (also
+    exact: one term is not zero). Out of bounds: the fill value (``FILL_OR_DROP``,
+    :meth:`result`) or the clamped index (``CLIP``, ``PROMISE_IN_BOUNDS``)."""
 
     def __init__(self, eqn, row: int):
         dtype = np.dtype(eqn.outvars[0].aval.dtype)
         if dtype == np.bool_ or dtype.kind == "c":
             raise codegen.Unsupported(f"gather of {dtype} in a row-local cluster")
-        super().__init__("sum", dtype)
-        self.init = f"(({self.acc_ctype})-0.0)"
+        self.value = dtype
+        self.floating = dtype.kind not in "iu"
+        if self.floating:   # (float16/bfloat16 are floats in registers: 32 bits)
+            super().__init__("or", np.uint64 if dtype.itemsize == 8 else np.uint32)
+        else:
+            super().__init__("sum", dtype)
         self.row, self.index_dtype = row, np.dtype(eqn.invars[1].aval.dtype)
         self.fill = eqn.params["mode"] == GatherScatterMode.FILL_OR_DROP
         self.fill_value = gather_fill_value(dtype, eqn.params["fill_value"])
@@ -198,7 +205,15 @@ class _Pick(codegen.Reduction):
         ``index`` (a C expression of the gather's one index), else the identity."""
         at = f"(long long)({index})" if self.fill else \
             codegen.clamped_start(index, self.index_dtype, self.row - 1)
-        return f"(c == {at} ? {super().operand(value)} : {self.init})"
+        term = f"plax_bitcast<{self.acc_ctype}>({value})" if self.floating else \
+            super().operand(value)
+        return f"(c == {at} ? {term} : {self.init})"
+
+    def store(self, expr: str, dtype) -> str:
+        """The accumulator ``expr`` (the picked element, or its bits) as ``dtype`` is stored."""
+        if self.floating:
+            return codegen.store_expr(f"plax_bitcast<{value_ctype(self.value)}>({expr})", dtype)
+        return super().store(expr, dtype)
 
     def result(self, value: str, index: str) -> str:
         """The gathered ``value`` (the value type), or the fill value where ``index`` is out of
@@ -206,7 +221,7 @@ class _Pick(codegen.Reduction):
         if not self.fill:
             return value
         return f"(({start_inside(f'({index})', self.index_dtype, self.row - 1)}) ? {value} : " \
-            f"{codegen.c_literal(self.fill_value, self.dtype)})"
+            f"{codegen.c_literal(self.fill_value, self.value)})"
 
 
 def _scatter_expr(eqn, operand: str, index: str, update: str, row: int) -> str:

@@ -93,6 +93,9 @@ def _programs():
         "vmap_pick_take": plax.vmap(pick_take),   # (batching dims (0, 1))
         "grad_xent_take_clip": plax.grad(lambda x, l: xent_take(x, l, "clip")),
         "pick_take_clip": lambda x, l: pick_take(x, l, "clip"),   # (out of range: clamped)
+        # the gathered element itself, through a select (a copy): its bits
+        "pick_bits": lambda x, l: jnp.where(x > jnp.max(x, -1, keepdims=True), 0.0,
+                                            jnp.take_along_axis(x, l[:, None], -1)),
     }
 
 
@@ -128,7 +131,9 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("pick_take", (6, 10), np.dtype(np.float64)),
          ("vmap_pick_take", (2, 3, 33), np.dtype(np.float32)),
          ("grad_xent_take_clip", (6, 7), np.dtype(np.float32)),
-         ("pick_take_clip", (6, 7), np.dtype(np.float32))]
+         ("pick_take_clip", (6, 7), np.dtype(np.float32)),
+         # NaNs of either sign with payloads (a signalling one too) and -0 at the labels
+         ("pick_bits", (6, 10), np.dtype(np.float32)), ("pick_bits", (6, 40), np.dtype(np.float64))]
 
 #: cases whose operand holds NaN, +inf and -inf (a row each)
 NONFINITE = {("softmax", (5, 8, 16)), ("log_softmax", (4, 15)), ("softmax", (5, 3))}
@@ -148,9 +153,23 @@ def _operands(name, shape, dtype, rng):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
     if name.endswith(("_take", "_take_clip")):
         return [x, _labels(shape)]
+    if name == "pick_bits":
+        return [_payload_nans(x), np.arange(shape[0], dtype=np.int32) % shape[-1]]
     if name in ("grad_layer_norm", "grad_log_softmax"):
         return [x, np.round(rng.standard_normal(shape), 2).astype(dtype)]
     return [x]
+
+
+def _payload_nans(x):
+    """``x`` with row ``r``'s element ``r`` a NaN of either sign with a payload (signalling
+    or quiet) or -0, in turn."""
+    bits = x.view(np.uint32 if x.dtype.itemsize == 4 else np.uint64).copy()
+    shift = 32 if x.dtype.itemsize == 8 else 0
+    patterns = [0x7f800001, 0xffc00123, 0x80000000, 0x7fc0beef]   # (float32's; float64: high word)
+    for r in range(bits.shape[0]):
+        bits[r, r % bits.shape[1]] = np.uint64(patterns[r % 4]) << np.uint64(shift) | \
+            np.uint64(r if shift else 0)
+    return bits.view(x.dtype)
 
 
 def _labels(shape):
@@ -363,6 +382,8 @@ def test_values_match_numpy_with_a_block_of_threads(tmp_path):
         run[f"plax_rows_k{k}"](min(2, plan.n_rows), plan.threads, *kernel_args, *outs, plan.n_rows)
         (got,) = [o.view(BF16) if d == BF16 else o for o, d in zip(outs, plan.out_dtypes)]
         want = np.asarray(want)
+        if name == "pick_bits":   # (a copy: the bits)
+            got, want = got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}")
         if got.shape != want.shape or not _close(got, want, want.dtype):
             failures.append((case, got, want))
     assert not failures, failures[:2]
