@@ -1,7 +1,8 @@
 """Compiled kernels, keyed by their generated source: in memory, and on disk through numba.
 
 A kernel's source is written to ``<cache dir>/k_<hash>.py`` (the hash covers the source,
-the scalar helpers' source and the numba version) and imported from there, so numba's own
+the sources of the helpers it may call and of the modules they import, :func:`key_sources`,
+and the numba version) and imported from there, so numba's own
 on-disk cache (``cache=True``, which needs a real source file) keeps its machine code: a
 second process loads it instead of compiling. Within a process, one dispatcher per source;
 numba keys its compiled versions by argument types.
