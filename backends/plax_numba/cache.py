@@ -1,7 +1,8 @@
 """Compiled kernels, keyed by their generated source: in memory, and on disk through numba.
 
 A kernel's source is written to ``<cache dir>/k_<hash>.py`` (the hash covers the source,
-the scalar helpers' source and the numba version) and imported from there, so numba's own
+the sources of the helpers it may call and of the modules they import, :func:`key_sources`,
+and the numba version) and imported from there, so numba's own
 on-disk cache (``cache=True``, which needs a real source file) keeps its machine code: a
 second process loads it instead of compiling. Within a process, one dispatcher per source;
 numba keys its compiled versions by argument types.
@@ -87,15 +88,86 @@ def _numba_version() -> str:
         return numba.__version__
 
 
+#: the modules whose source a kernel's machine code depends on besides its own text: the helpers
+#: generated kernels import (:data:`_HELPERS`), the modules those helpers are compiled from or
+#: with, and the native artifact's entry point (:mod:`plax_numba.native_emit`, written beside
+#: each compiled kernel); :func:`key_sources` adds what they import at module level
+_KEY_MODULES = ("scalar", "libm_free", "special", "special_gamma", "special_zeta", "special_beta",
+                "special_erf", "arrays", "threefry_kernels", "numpy_calls", "numpy_loops",
+                "f32_coefficients", "compiled_once", "scan_lines", "native_emit")
+
+# a module-level (unindented) import of a plax or plax_numba module; group 3: what a ``from``
+# import takes (a parenthesised list may span lines)
+_MODULE_IMPORT = re.compile(r"^(?:from[ \t]+((?:plax_numba|plax)(?:\.\w+)*)[ \t]+import[ \t]+"
+                            r"(\([^)]*\)|[^\n]*)|import[ \t]+((?:plax_numba|plax)(?:\.\w+)*))",
+                            re.M)
+
+
+def _module_file(name: str, plax_dir: str | None) -> str | None:
+    """The source file of module ``name`` (``plax_numba.x`` or ``plax.y.z``), found without
+    importing it; None for a package (its ``__init__`` re-exports: the code is in the
+    submodules an import names) or a name that is not a module."""
+    top, *rest = name.split(".")
+    base = os.path.dirname(os.path.abspath(__file__)) if top == "plax_numba" else plax_dir
+    if base is None or not rest:
+        return None
+    path = os.path.join(base, *rest) + ".py"
+    return path if os.path.isfile(path) else None
+
+
+def key_sources() -> list[str]:
+    """The source files a compiled kernel depends on besides its own text, which the kernel
+    cache's keys hash (:func:`source_path`, :func:`module_marker`): numba's disk cache keys a
+    kernel by its own file only, so a kernel whose helper changed would otherwise load the
+    machine code compiled from the old helper (from a cache directory shared by two
+    checkouts, or kept across an upgrade).
+
+    They are the modules of :data:`_KEY_MODULES` and, followed through theirs, every
+    ``plax_numba`` module they import at module level; the ``plax`` modules they import (the
+    constants of :mod:`plax.lax.special_series`, the rotations of
+    :mod:`plax.lax.random_bits`) are included but not followed (the code compiled from them
+    is their own; their imports would take in the whole core). Read as text, not imported:
+    numba is not imported.
+
+    Returns:
+      The absolute paths, each once, in a fixed order.
+
+    Example::
+
+      digest = hashlib.sha256(b"".join(open(p, "rb").read() for p in key_sources()))
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.find_spec("plax")  # (the top package only: nothing imported)
+    plax_dir = (list(spec.submodule_search_locations)[0]
+                if spec is not None and spec.submodule_search_locations else None)
+    todo = [os.path.join(here, f"{name}.py") for name in _KEY_MODULES]
+    seen: list[str] = []
+    while todo:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.append(path)
+        if os.path.dirname(path) != here:
+            continue  # a plax module: included, not followed
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for match in _MODULE_IMPORT.finditer(text):
+            module = match.group(1) or match.group(3)
+            names = re.sub(r"#[^\n]*", "", match.group(2) or "")
+            found = _module_file(module, plax_dir)
+            if found is not None:
+                todo.append(found)
+            for word in re.findall(r"\w+", names):  # ``from plax_numba import threefry``
+                found = _module_file(f"{module}.{word}", plax_dir)
+                if found is not None:
+                    todo.append(found)
+    return seen
+
+
 def _salt() -> str:
     helpers = b""
-    here = os.path.dirname(os.path.abspath(__file__))
-    # the helpers the generated kernels call
-    for name in ("scalar.py", "libm_free.py", "special.py", "special_gamma.py",
-                 "special_zeta.py", "special_beta.py", "special_erf.py", "arrays.py",
-                 "threefry_kernels.py", "numpy_calls.py", "numpy_loops.py",
-                 "f32_coefficients.py", "compiled_once.py", "scan_lines.py"):
-        with open(os.path.join(here, name), "rb") as f:  # read, not imported: no numba
+    for path in key_sources():  # read, not imported: no numba
+        with open(path, "rb") as f:
             helpers += f.read()
     return hashlib.sha256(helpers + _numba_version().encode() + np.__version__.encode()
                           + sys.version.encode()).hexdigest()
