@@ -35,7 +35,9 @@ class NumbaBackend(Backend):
         # a lax family's kernels on first lookup. numba itself is imported by the first
         # compile, so discovering this backend (plax.devices()) costs no numba import.
         self.numpy_reference = NumpyBackend()
-        self.kernels: dict = {}                      # this backend's own kernels (plugins')
+        # this backend's own kernels (host kernels faster than the reference's), and plugins'
+        from plax_numba import kernels_select
+        self.kernels: dict = dict(kernels_select.kernels())
         self._core: frozenset = frozenset()
 
     def devices(self) -> list:
