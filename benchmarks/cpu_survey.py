@@ -1,6 +1,6 @@
 """Typical programs of JAX's tutorials, jitted, plax on Numba beside JAX on the CPU, in one run.
 
-    python benchmarks/cpu_survey.py [--repeat R] [--match PREFIX,...] [--quick]
+    python benchmarks/cpu_survey.py [--repeat R] [--match PREFIX,...] [--quick] [--blas-threads]
 
 Rows: the CPU table's MLP step (784-512-512-10, batch 128, ``compare.mlp_update``), then a
 survey of small float32 programs the tutorials write: the gradient of a cross-entropy over
@@ -10,7 +10,10 @@ gradient (gather + scatter-add), ``one_hot``, a batched ``einsum`` and ``logsume
 is the fastest, over ``--repeat`` alternating batches of calls, of the wall time per call and
 of the process CPU time per call (every thread), after a warm-up call that compiles
 (``compare.fastest_per_call``; ``PLAX_NUMBA_SYNC=1`` so no timed call waits on numba). The
-ratio columns are plax-numba / JAX (below 1: plax is faster). See docs/performance.md.
+ratio columns are plax-numba / JAX (below 1: plax is faster). ``--blas-threads`` adds the MLP
+step run with OpenBLAS on one thread beside its threaded form and JAX, best and median (on a
+loaded host the threaded products wait for cores other processes hold). See
+docs/performance.md.
 """
 from __future__ import annotations
 
@@ -200,6 +203,40 @@ def measure(repeat: int, target: float, match: list[str] | None = None) -> list[
     return rows
 
 
+def mlp_blas_threads(rounds: int) -> list[str]:
+    """The MLP step with OpenBLAS's threads and on one BLAS thread, beside JAX, 10-call
+    batches alternating in this process for ``rounds`` rounds: lines giving best and median
+    wall and CPU milliseconds per call (what a host's load does to threaded products)."""
+    import statistics
+    import time
+    from plax import blas_threads
+    libs, _ = survey_libraries()
+    calls = {}
+    for column, L in libs.items():
+        fn, args = mlp_step(L, np.random.default_rng(0))
+        jitted = L.jit(fn)
+        call = (lambda j=jitted, a=args, L=L: L.block(j(*a)))
+        calls[column + (" (BLAS threads)" if column == "plax-numba" else "")] = call
+        if column == "plax-numba":
+            calls["plax-numba (one BLAS thread)"] = blas_threads.on_one_thread(call)
+    times = {name: [] for name in calls}
+    for name, call in calls.items():
+        call()
+    for _ in range(rounds):
+        for name, call in calls.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(10):
+                call()
+            times[name].append(((time.perf_counter() - w0) / 10, (time.process_time() - c0) / 10))
+    lines = []
+    for name, runs in times.items():
+        wall, cpu = [w for w, _ in runs], [c for _, c in runs]
+        lines.append(f"{name}: wall best {compare.fmt(min(wall))}, median "
+                     f"{compare.fmt(statistics.median(wall))}; CPU best {compare.fmt(min(cpu))}, "
+                     f"median {compare.fmt(statistics.median(cpu))}")
+    return lines
+
+
 def table(rows: list[list[str]]) -> str:
     header = ["program", "plax-numba", "JAX", "numba / JAX", "CPU numba / JAX"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 4) + "|"]
@@ -213,6 +250,9 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="few, short batches (smoke test)")
     parser.add_argument("--match", default=None,
                         help="comma-separated label prefixes (e.g. 'MLP,argsort')")
+    parser.add_argument("--blas-threads", action="store_true",
+                        help="also time the MLP step on one BLAS thread beside its threaded "
+                             "form and JAX (best and median of alternating batches)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 9)
     rows = measure(repeat, 0.005 if args.quick else 0.04,
@@ -222,6 +262,10 @@ def main(argv=None) -> None:
     print(f"fastest of {repeat} alternating batches per cell, wall-clock; the last column "
           f"compares process CPU time (every thread); load average {os.getloadavg()[0]:.1f}")
     print(table(rows))
+    if args.blas_threads:
+        print(f"\nMLP step, BLAS's threads against one BLAS thread ({repeat} alternating "
+              f"rounds of 10 calls; load average {os.getloadavg()[0]:.1f}):")
+        print("\n".join(mlp_blas_threads(repeat)))
 
 
 if __name__ == "__main__":
