@@ -11,6 +11,7 @@ import numpy as np
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import cpu_devices
 from plax_numpy.backend import NumpyBackend
+from plax_numba import kernels_conv
 
 
 class NumbaBackend(Backend):
@@ -51,6 +52,8 @@ class NumbaBackend(Backend):
 
     def eager_impl(self, primitive):
         fn = self.kernels.get(primitive)
+        if fn is None:  # own kernels of lax families loaded on first use (conv)
+            fn = kernels_conv.kernel_for(primitive)
         return fn if fn is not None else self.numpy_reference.eager_impl(primitive)
 
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:

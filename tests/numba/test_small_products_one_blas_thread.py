@@ -9,7 +9,7 @@ import pytest
 
 import plax
 from plax import blas_threads
-from plax import numpy as jnp
+from plax import lax, numpy as jnp
 from plax_numba import kernels
 
 needs_openblas = pytest.mark.skipif(not blas_threads._controls(),
@@ -83,3 +83,47 @@ def test_values_against_the_numpy_backend(spec, shapes, monkeypatch):
     np.testing.assert_allclose(got, np.einsum(spec, *[a.astype(np.float64) for a in args]),
                                rtol=1e-4, atol=1e-4)
     assert inside == [1]
+
+
+def _conv(groups=1):
+    return lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=groups)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_small_convolutions_on_one_blas_thread(groups, monkeypatch):
+    """The size of the convolution's per-offset products decides (one group's: 2 x 16 x 16
+    rows, 32 // groups input and 64 // groups output features; 1M multiply-adds, one BLAS
+    thread; grouped: 256K, below what OpenBLAS threads, left alone); the values are the
+    NumPy backend's."""
+    from plax_numba import kernels_conv
+    rng = np.random.default_rng(groups)
+    x = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 32 // groups, 64)).astype(np.float32)
+    eqn = _eqn(_conv(groups), x, w)
+    avals = [v.aval for v in eqn.invars]
+    madds = kernels_conv.madds_per_product(*avals, tuple(eqn.params.items()))
+    assert madds == 2 * 16 * 16 * 64 * (32 // groups) // groups
+    backend = plax.plugins.registry().get_backend("numba")
+    assert backend.eager_impl(eqn.primitive) is kernels_conv.conv_kernel
+    inside = []
+    real = kernels_conv.on_one_thread
+    monkeypatch.setattr(kernels_conv, "on_one_thread", lambda fn: real(
+        lambda *a, **k: (inside.append(blas_threads._controls()[0][0]()
+                                       if blas_threads._controls() else 1), fn(*a, **k))[1]))
+    got = np.asarray(plax.jit(_conv(groups), backend="numba")(x, w))
+    want = np.asarray(plax.jit(_conv(groups), backend="numpy")(x, w))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    small = kernels.BLAS_THREADED_MIN < madds <= kernels.BLAS_SERIAL_MAX
+    assert inside == ([1] if small else [])
+
+
+def test_large_windows_keep_blas_threads():
+    """A window of more offsets than the reference kernel takes one by one is one im2col
+    product: not counted as small."""
+    from plax_numba import kernels_conv
+    x, w = np.ones((1, 16, 16, 4), np.float32), np.ones((7, 7, 4, 4), np.float32)
+    eqn = _eqn(_conv(), x, w)
+    avals = [v.aval for v in eqn.invars]
+    assert kernels_conv.madds_per_product(*avals, tuple(eqn.params.items())) == 0
