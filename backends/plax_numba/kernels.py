@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -170,7 +171,6 @@ def plain_dot(eqn):
         return None
     if not lb and not rb and 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and len(lc) == 1:
         return blas_threads_for(eqn, _dot_of_views(ls, rs, lc, rc))
-    import functools
     from plax_numpy import impls
     return blas_threads_for(eqn, functools.partial(impls()[lax.dot_general_p], **eqn.params))
 

@@ -8,6 +8,8 @@ pmap/shard_map of the plax-pmap plugin, a partitioned ``jit`` of an explicitly s
 program), OpenBLAS therefore gets ``max(1, cores // N)`` threads, and the previous count is
 restored afterwards (as threadpoolctl would; plax does not depend on it). Set
 ``PLAX_PMAP_LIMIT_BLAS=0`` to leave BLAS alone. Other BLAS libraries are left as they are.
+:func:`on_one_thread` runs a function with OpenBLAS on one thread (a backend's products too
+small to gain from more).
 """
 from __future__ import annotations
 
