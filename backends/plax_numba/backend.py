@@ -37,8 +37,8 @@ class NumbaBackend(Backend):
         # compile, so discovering this backend (plax.devices()) costs no numba import.
         self.numpy_reference = NumpyBackend()
         # this backend's own kernels (host kernels faster than the reference's), and plugins'
-        from plax_numba import kernels_select
-        self.kernels: dict = dict(kernels_select.kernels())
+        from plax_numba import kernels_rows, kernels_select
+        self.kernels: dict = {**kernels_select.kernels(), **kernels_rows.kernels()}
         self._core: frozenset = frozenset()
 
     def devices(self) -> list:
