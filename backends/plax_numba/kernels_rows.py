@@ -14,6 +14,7 @@ the reference kernels.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -65,18 +66,18 @@ def scatter_add_kernel(operand, indices, updates, *, dimension_numbers, indices_
                             indices_are_sorted=indices_are_sorted,
                             unique_indices=unique_indices, mode=mode)
     out = np.array(operand, copy=True, order="C")
-    n = operand.shape[0]
+    n, width = operand.shape[0], math.prod(operand.shape[1:])
     rows = indices.reshape(-1).astype(np.intp)
-    u = updates.reshape(rows.shape[0], -1)
+    u = updates.reshape(rows.shape[0], width)
     if mode == lax.GatherScatterMode.CLIP:
         rows = np.clip(rows, 0, n - 1)
     else:  # out-of-bounds rows are dropped, as the reference kernel drops them
         keep = (rows >= 0) & (rows < n)
         if not keep.all():
             rows, u = rows[keep], u[keep]
-    if rows.shape[0] == 0 or n == 0:
+    if rows.shape[0] == 0 or n == 0 or width == 0:
         return out
-    table = out.reshape(n, -1)
+    table = out.reshape(n, width)
     order = np.argsort(rows, kind="stable")
     ranked = rows[order]
     first = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))

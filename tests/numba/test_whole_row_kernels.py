@@ -80,3 +80,12 @@ def test_embedding_gradient_eagerly_on_the_numba_backend(monkeypatch):
         want[r] = want[r] + ct[i]
     np.testing.assert_array_equal(np.asarray(looked_up), table[ids])
     np.testing.assert_array_equal(np.asarray(grad), want)
+
+
+def test_no_rows_to_add():
+    table = np.ones((4, 3), np.float32)
+    _, scatter = _embedding_eqns(table, np.zeros((0,), np.int32))
+    got = kernels_rows.scatter_add_kernel(table, np.zeros((0, 1), np.int32),
+                                          np.zeros((0, 3), np.float32), **scatter.params)
+    np.testing.assert_array_equal(got, table)
+    assert got is not table
