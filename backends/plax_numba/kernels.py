@@ -9,8 +9,14 @@
   (possibly transposed) views, BLAS reading the transposition from the strides
   (:func:`plain_dot`); batched float products use the reference kernel (one batched
   ``matmul``). Products too small to gain from BLAS's threads run on one BLAS thread
-  (:data:`BLAS_SERIAL_MAX`). Every other core primitive uses the reference kernel
-  (``plax_numpy.impls()``), one vectorised NumPy call each.
+  (:data:`BLAS_SERIAL_MAX`).
+* The backend's own host kernels, in its kernel table (``Backend.eager_impl``, eager calls
+  and compiled programs alike): ``top_k`` by selection (:mod:`plax_numba.kernels_select`),
+  whole-row ``gather`` and ``scatter-add`` (:mod:`plax_numba.kernels_rows`), and the
+  reference convolution on one BLAS thread where its products are small
+  (:mod:`plax_numba.kernels_conv`); each gives the reference kernel's values.
+* Every other core primitive uses the reference kernel (``plax_numpy.impls()``), one
+  vectorised NumPy call each.
 """
 from __future__ import annotations
 
