@@ -11,8 +11,9 @@ is the fastest, over ``--repeat`` alternating batches of calls, of the wall time
 of the process CPU time per call (every thread), after a warm-up call that compiles
 (``compare.fastest_per_call``; ``PLAX_NUMBA_SYNC=1`` so no timed call waits on numba). The
 ratio columns are plax-numba / JAX (below 1: plax is faster). ``--blas-threads`` adds the MLP
-step run with OpenBLAS on one thread beside its threaded form and JAX, best and median (on a
-loaded host the threaded products wait for cores other processes hold). See
+step run with OpenBLAS on one thread beside its compiled form and JAX, best and median (on a
+loaded host OpenBLAS's threaded products wait for cores other processes hold;
+``PLAX_NUMBA_SPLIT_PRODUCTS=0`` compiles the large products for them). See
 docs/performance.md.
 """
 from __future__ import annotations
@@ -204,7 +205,7 @@ def measure(repeat: int, target: float, match: list[str] | None = None) -> list[
 
 
 def mlp_blas_threads(rounds: int) -> list[str]:
-    """The MLP step with OpenBLAS's threads and on one BLAS thread, beside JAX, 10-call
+    """The MLP step as compiled and on one BLAS thread, beside JAX, 10-call
     batches alternating in this process for ``rounds`` rounds: lines giving best and median
     wall and CPU milliseconds per call (what a host's load does to threaded products)."""
     import statistics
@@ -216,7 +217,7 @@ def mlp_blas_threads(rounds: int) -> list[str]:
         fn, args = mlp_step(L, np.random.default_rng(0))
         jitted = L.jit(fn)
         call = (lambda j=jitted, a=args, L=L: L.block(j(*a)))
-        calls[column + (" (BLAS threads)" if column == "plax-numba" else "")] = call
+        calls[column + (" (as compiled)" if column == "plax-numba" else "")] = call
         if column == "plax-numba":
             calls["plax-numba (one BLAS thread)"] = blas_threads.on_one_thread(call)
     times = {name: [] for name in calls}
@@ -251,8 +252,9 @@ def main(argv=None) -> None:
     parser.add_argument("--match", default=None,
                         help="comma-separated label prefixes (e.g. 'MLP,argsort')")
     parser.add_argument("--blas-threads", action="store_true",
-                        help="also time the MLP step on one BLAS thread beside its threaded "
-                             "form and JAX (best and median of alternating batches)")
+                        help="also time the MLP step on one BLAS thread beside its compiled "
+                             "form and JAX (best and median of alternating batches; "
+                             "PLAX_NUMBA_SPLIT_PRODUCTS=0 compiles it with OpenBLAS's threads)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 9)
     rows = measure(repeat, 0.005 if args.quick else 0.04,
@@ -263,7 +265,7 @@ def main(argv=None) -> None:
           f"compares process CPU time (every thread); load average {os.getloadavg()[0]:.1f}")
     print(table(rows))
     if args.blas_threads:
-        print(f"\nMLP step, BLAS's threads against one BLAS thread ({repeat} alternating "
+        print(f"\nMLP step as compiled against one BLAS thread ({repeat} alternating "
               f"rounds of 10 calls; load average {os.getloadavg()[0]:.1f}):")
         print("\n".join(mlp_blas_threads(repeat)))
 

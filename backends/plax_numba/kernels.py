@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from plax import lax
+from plax.config import env_flag
 from plax.lowering.host import numpy_errors_off
 
 from plax_numba.codegen import DTYPES
@@ -94,6 +95,13 @@ def product_madds(eqn) -> int:
 #: OpenBLAS's threads wait for cores other processes hold (attention's two batched products,
 #: 8 x 1M multiply-adds, took 5-250 ms per call inside a jitted program; 0.75 ms serial)
 BLAS_SERIAL_MAX = 1 << 21
+
+
+#: a matrix product above :data:`BLAS_SERIAL_MAX` with at least this many result columns is
+#: computed as column blocks on this thread and helper threads, one BLAS thread each
+#: (:mod:`plax_numba.split_products`; ``PLAX_NUMBA_SPLIT_PRODUCTS=0`` leaves it to BLAS's
+#: threads): OpenBLAS's own threads wait for one another, so a loaded host stalls them
+SPLIT_MIN_COLUMNS = 64
 
 
 def madds_per_blas_call(eqn) -> int:
@@ -176,6 +184,11 @@ def plain_dot(eqn):
             or np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype):
         return None
     if not lb and not rb and 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and len(lc) == 1:
+        if (len(ls) == 2 and len(rs) == 2 and product_madds(eqn) > BLAS_SERIAL_MAX
+                and rs[1 - rc[0]] >= SPLIT_MIN_COLUMNS
+                and env_flag("PLAX_NUMBA_SPLIT_PRODUCTS", True)):
+            from plax_numba.split_products import split_dot
+            return split_dot(lc[0] == 0, rc[0] == 1)
         return blas_threads_for(eqn, _dot_of_views(ls, rs, lc, rc))
     from plax_numpy import impls
     return blas_threads_for(eqn, functools.partial(impls()[lax.dot_general_p], **eqn.params))

@@ -115,6 +115,17 @@ def on_one_thread(fn: Callable) -> Callable:
     return run
 
 
+def held() -> bool:
+    """Whether a :func:`limited` block or an :func:`on_one_thread` call holds BLAS's thread
+    count now (on any thread).
+
+    Example:
+      >>> held()
+      False
+    """
+    return _depth[0] > 0
+
+
 def _hold(want: int) -> list | None:
     """Sets every BLAS's thread count to ``want`` unless an outer block holds it: the counts
     to restore, or None (nested)."""

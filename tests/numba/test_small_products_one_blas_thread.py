@@ -127,3 +127,34 @@ def test_large_windows_keep_blas_threads():
     eqn = _eqn(_conv(), x, w)
     avals = [v.aval for v in eqn.invars]
     assert kernels_conv.madds_per_product(*avals, tuple(eqn.params.items())) == 0
+
+
+def test_large_products_split_into_column_blocks(monkeypatch):
+    """Above BLAS_SERIAL_MAX a matrix product with enough columns is computed as fixed column
+    blocks on this thread and helpers: the same bits whoever computes the blocks (nested in
+    a block holding BLAS's count, this thread computes them all), the NumPy backend's values
+    within float32 rounding; PLAX_NUMBA_SPLIT_PRODUCTS=0 keeps BLAS's own threads."""
+    from plax_numba import split_products
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((256, 64)).astype(np.float32)     # contracted over its rows
+    b = rng.standard_normal((160, 256)).astype(np.float32)    # and over its columns
+    f = lambda a, b: lax.dot_general(a, b, (((0,), (1,)), ((), ())))   # (64, 160)
+    eqn = _eqn(f, a, b)
+    assert kernels.product_madds(eqn) > kernels.BLAS_SERIAL_MAX
+    step = kernels.plain_dot(eqn)
+    assert step.__qualname__.startswith("split_dot")
+    blocks = []
+    real = split_products.run_blocks
+    monkeypatch.setattr(split_products, "run_blocks",
+                        lambda block, n: (blocks.append(n), real(block, n))[1])
+    got = step(a, b)
+    assert blocks == [split_products.BLOCKS]
+    with blas_threads.limited(2):
+        nested = blas_threads.held()
+        alone = step(a, b)
+    np.testing.assert_array_equal(got, alone)
+    assert nested == (blas_threads.cores() > 1) or not blas_threads._controls()
+    np.testing.assert_allclose(got, np.asarray(plax.jit(f, backend="numpy")(a, b)),
+                               rtol=1e-5, atol=1e-4)  # (sums of 256 products near 16)
+    monkeypatch.setenv("PLAX_NUMBA_SPLIT_PRODUCTS", "0")
+    assert not kernels.plain_dot(eqn).__qualname__.startswith("split_dot")
