@@ -16,6 +16,7 @@ computes every block itself.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -28,6 +29,17 @@ from plax import blas_threads
 BLOCKS = 4
 _pool: list = []
 _pool_lock = threading.Lock()
+
+
+def _forget_helpers() -> None:
+    """In a forked child: the parent's helper threads (and a lock one held) are not there."""
+    global _pool_lock
+    _pool.clear()
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def _helpers() -> tuple:

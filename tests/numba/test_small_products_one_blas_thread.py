@@ -158,3 +158,23 @@ def test_large_products_split_into_column_blocks(monkeypatch):
                                rtol=1e-5, atol=1e-4)  # (sums of 256 products near 16)
     monkeypatch.setenv("PLAX_NUMBA_SPLIT_PRODUCTS", "0")
     assert not kernels.plain_dot(eqn).__qualname__.startswith("split_dot")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_split_products_in_a_forked_child():
+    """A child forked after the helpers started gets helpers of its own (the parent's
+    threads do not exist there: waiting on them would hang)."""
+    import os
+    from plax_numba import split_products
+    split_products.run_blocks(lambda i: None, 4)  # the helpers exist
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the blocks ran (killed after 30 s if it hangs)
+        import signal
+        signal.alarm(30)
+        done = []
+        try:
+            split_products.run_blocks(done.append, 4)
+        finally:
+            os._exit(0 if sorted(done) == [0, 1, 2, 3] else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
