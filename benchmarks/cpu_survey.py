@@ -13,7 +13,7 @@ of the process CPU time per call (every thread), after a warm-up call that compi
 ratio columns are plax-numba / JAX (below 1: plax is faster). ``--blas-threads`` adds the MLP
 step run with OpenBLAS on one thread beside its compiled form and JAX, best and median (on a
 loaded host OpenBLAS's threaded products wait for cores other processes hold;
-``PLAX_NUMBA_SPLIT_PRODUCTS=0`` compiles the large products for them). See
+``PLAX_NUMBA_SPLIT_PRODUCTS=1`` compiles the large products as column blocks instead). See
 docs/performance.md.
 """
 from __future__ import annotations
@@ -254,7 +254,7 @@ def main(argv=None) -> None:
     parser.add_argument("--blas-threads", action="store_true",
                         help="also time the MLP step on one BLAS thread beside its compiled "
                              "form and JAX (best and median of alternating batches; "
-                             "PLAX_NUMBA_SPLIT_PRODUCTS=0 compiles it with OpenBLAS's threads)")
+                             "PLAX_NUMBA_SPLIT_PRODUCTS=1 compiles its large products as column blocks)")
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 9)
     rows = measure(repeat, 0.005 if args.quick else 0.04,

@@ -97,10 +97,12 @@ def product_madds(eqn) -> int:
 BLAS_SERIAL_MAX = 1 << 21
 
 
-#: a matrix product above :data:`BLAS_SERIAL_MAX` with at least this many result columns is
-#: computed as column blocks on this thread and helper threads, one BLAS thread each
-#: (:mod:`plax_numba.split_products`; ``PLAX_NUMBA_SPLIT_PRODUCTS=0`` leaves it to BLAS's
-#: threads): OpenBLAS's own threads wait for one another, so a loaded host stalls them
+#: with ``PLAX_NUMBA_SPLIT_PRODUCTS=1``, a matrix product above :data:`BLAS_SERIAL_MAX` with at
+#: least this many result columns is computed as column blocks on this thread and helper
+#: threads, one BLAS thread each (:mod:`plax_numba.split_products`): OpenBLAS's own threads
+#: wait for one another, so a heavily loaded host stalls them (the MLP step at load average
+#: 8-9: ~150 ms with OpenBLAS's threads, ~4-6 ms split); at load 3-4 OpenBLAS's threads were
+#: faster (3.0-3.5 against 4.2-5.3 ms), hence off by default
 SPLIT_MIN_COLUMNS = 64
 
 
@@ -186,7 +188,7 @@ def plain_dot(eqn):
     if not lb and not rb and 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and len(lc) == 1:
         if (len(ls) == 2 and len(rs) == 2 and product_madds(eqn) > BLAS_SERIAL_MAX
                 and rs[1 - rc[0]] >= SPLIT_MIN_COLUMNS
-                and env_flag("PLAX_NUMBA_SPLIT_PRODUCTS", True)):
+                and env_flag("PLAX_NUMBA_SPLIT_PRODUCTS", False)):
             from plax_numba.split_products import split_dot
             return split_dot(lc[0] == 0, rc[0] == 1)
         return blas_threads_for(eqn, _dot_of_views(ls, rs, lc, rc))

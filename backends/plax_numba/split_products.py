@@ -1,5 +1,6 @@
 """Large matrix products as column blocks pulled by this thread and helper threads, each
-block on one BLAS thread: the Numba backend's path for products too large for one core.
+block on one BLAS thread: the Numba backend's path for products too large for one core on a
+heavily loaded host (``PLAX_NUMBA_SPLIT_PRODUCTS=1``; see ``kernels.SPLIT_MIN_COLUMNS``).
 
 OpenBLAS splits a product statically over its own threads and waits (spinning) for every
 one of them: on a host whose cores other processes hold, a descheduled worker stalls the

@@ -133,7 +133,7 @@ def test_large_products_split_into_column_blocks(monkeypatch):
     """Above BLAS_SERIAL_MAX a matrix product with enough columns is computed as fixed column
     blocks on this thread and helpers: the same bits whoever computes the blocks (nested in
     a block holding BLAS's count, this thread computes them all), the NumPy backend's values
-    within float32 rounding; PLAX_NUMBA_SPLIT_PRODUCTS=0 keeps BLAS's own threads."""
+    within float32 rounding. Only with PLAX_NUMBA_SPLIT_PRODUCTS=1 (off by default)."""
     from plax_numba import split_products
     rng = np.random.default_rng(5)
     a = rng.standard_normal((256, 64)).astype(np.float32)     # contracted over its rows
@@ -141,6 +141,9 @@ def test_large_products_split_into_column_blocks(monkeypatch):
     f = lambda a, b: lax.dot_general(a, b, (((0,), (1,)), ((), ())))   # (64, 160)
     eqn = _eqn(f, a, b)
     assert kernels.product_madds(eqn) > kernels.BLAS_SERIAL_MAX
+    monkeypatch.delenv("PLAX_NUMBA_SPLIT_PRODUCTS", raising=False)
+    assert not kernels.plain_dot(eqn).__qualname__.startswith("split_dot")
+    monkeypatch.setenv("PLAX_NUMBA_SPLIT_PRODUCTS", "1")
     step = kernels.plain_dot(eqn)
     assert step.__qualname__.startswith("split_dot")
     blocks = []
@@ -156,8 +159,6 @@ def test_large_products_split_into_column_blocks(monkeypatch):
     assert nested == (blas_threads.cores() > 1) or not blas_threads._controls()
     np.testing.assert_allclose(got, np.asarray(plax.jit(f, backend="numpy")(a, b)),
                                rtol=1e-5, atol=1e-4)  # (sums of 256 products near 16)
-    monkeypatch.setenv("PLAX_NUMBA_SPLIT_PRODUCTS", "0")
-    assert not kernels.plain_dot(eqn).__qualname__.startswith("split_dot")
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
