@@ -11,6 +11,7 @@ import numpy as np
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.device import cpu_devices
 from plax_numpy.backend import NumpyBackend
+from plax_numba import kernels_conv
 
 
 class NumbaBackend(Backend):
@@ -35,7 +36,9 @@ class NumbaBackend(Backend):
         # a lax family's kernels on first lookup. numba itself is imported by the first
         # compile, so discovering this backend (plax.devices()) costs no numba import.
         self.numpy_reference = NumpyBackend()
-        self.kernels: dict = {}                      # this backend's own kernels (plugins')
+        # this backend's own kernels (host kernels faster than the reference's), and plugins'
+        from plax_numba import kernels_rows, kernels_select
+        self.kernels: dict = {**kernels_select.kernels(), **kernels_rows.kernels()}
         self._core: frozenset = frozenset()
 
     def devices(self) -> list:
@@ -49,6 +52,8 @@ class NumbaBackend(Backend):
 
     def eager_impl(self, primitive):
         fn = self.kernels.get(primitive)
+        if fn is None:  # own kernels of lax families loaded on first use (conv)
+            fn = kernels_conv.kernel_for(primitive)
         return fn if fn is not None else self.numpy_reference.eager_impl(primitive)
 
     def execute(self, primitive, *buffers: Any, **params: Any) -> Any:

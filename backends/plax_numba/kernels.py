@@ -7,17 +7,27 @@
   clusters are fused kernels too), cached weakly per body.
 * ``dot_general`` of matrices and vectors without batch dimensions is one ``np.dot`` on
   (possibly transposed) views, BLAS reading the transposition from the strides
-  (:func:`plain_dot`); other ``dot_general`` and every other core primitive use the
-  reference kernel (``plax_numpy.impls()``), one vectorised NumPy call each.
+  (:func:`plain_dot`); batched float products use the reference kernel (one batched
+  ``matmul``). Products too small to gain from BLAS's threads run on one BLAS thread
+  (:data:`BLAS_SERIAL_MAX`).
+* The backend's own host kernels, in its kernel table (``Backend.eager_impl``, eager calls
+  and compiled programs alike): ``top_k`` by selection (:mod:`plax_numba.kernels_select`),
+  whole-row ``gather`` and ``scatter-add`` (:mod:`plax_numba.kernels_rows`), and the
+  reference convolution on one BLAS thread where its products are small
+  (:mod:`plax_numba.kernels_conv`); each gives the reference kernel's values.
+* Every other core primitive uses the reference kernel (``plax_numpy.impls()``), one
+  vectorised NumPy call each.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 import numpy as np
 
 from plax import lax
+from plax.config import env_flag
 from plax.lowering.host import numpy_errors_off
 
 from plax_numba.codegen import DTYPES
@@ -78,6 +88,42 @@ def product_madds(eqn) -> int:
     return k * math.prod(eqn.outvars[0].aval.shape)
 
 
+#: a BLAS call (one product, or one matrix of a batched product) of more multiply-adds than
+#: :data:`BLAS_THREADED_MIN` and at most this many runs on one BLAS thread
+#: (``plax.blas_threads.on_one_thread``): threads gain at most ~15% there on a quiet host
+#: (1-2M multiply-adds: 19 / 31 us threaded, 19 / 36 us on one thread), while on a loaded one
+#: OpenBLAS's threads wait for cores other processes hold (attention's two batched products,
+#: 8 x 1M multiply-adds, took 5-250 ms per call inside a jitted program; 0.75 ms serial)
+BLAS_SERIAL_MAX = 1 << 21
+
+
+#: with ``PLAX_NUMBA_SPLIT_PRODUCTS=1``, a matrix product above :data:`BLAS_SERIAL_MAX` with at
+#: least this many result columns is computed as column blocks on this thread and helper
+#: threads, one BLAS thread each (:mod:`plax_numba.split_products`): OpenBLAS's own threads
+#: wait for one another, so a heavily loaded host stalls them (the MLP step at load average
+#: 8-9: ~150 ms with OpenBLAS's threads, ~4-6 ms split); at load 3-4 OpenBLAS's threads were
+#: faster (3.0-3.5 against 4.2-5.3 ms), hence off by default
+SPLIT_MIN_COLUMNS = 64
+
+
+def madds_per_blas_call(eqn) -> int:
+    """The multiply-adds of one BLAS call of a ``dot_general`` equation: the whole product,
+    or one batch element's where it has batch dimensions (each is its own BLAS call)."""
+    _, (lb, _) = eqn.params["dimension_numbers"]
+    batch = math.prod(eqn.invars[0].aval.shape[d] for d in lb)
+    return product_madds(eqn) // batch if batch else 0
+
+
+def blas_threads_for(eqn, step):
+    """``step`` (computing the ``dot_general`` ``eqn`` with BLAS) run on one BLAS thread
+    where each BLAS call is too small to gain from more (:data:`BLAS_SERIAL_MAX`), else
+    ``step`` itself (products OpenBLAS does not thread are left as they are)."""
+    from plax.blas_threads import on_one_thread
+    if BLAS_THREADED_MIN < madds_per_blas_call(eqn) <= BLAS_SERIAL_MAX:
+        return on_one_thread(step)
+    return step
+
+
 def noting_threaded_product(fn):
     """``fn`` (a step computing a large product) recording when it finished, for
     :func:`blas_threads_spinning`."""
@@ -122,18 +168,37 @@ def yielding_to_blas(kernel):
 
 
 def plain_dot(eqn):
-    """A step computing a ``dot_general`` of rank <= 2 operands without batch dimensions as
-    one ``np.dot`` of views (the reference kernel transposes, reshapes and calls a batched
-    ``matmul``), or None. Float and complex operands of one dtype only (NumPy's integer
-    ``dot`` and the reference agree, but the gain is BLAS's)."""
+    """A step computing a float or complex ``dot_general`` whose operands and result have
+    one dtype, or None (NumPy's integer ``dot`` and the reference agree, but the gain is
+    BLAS's). Without batch dimensions, rank <= 2 operands: one ``np.dot`` of views (the
+    reference kernel transposes, reshapes and calls a batched ``matmul``); other products
+    (batched ones): the reference kernel. Either on one BLAS thread where its BLAS calls are
+    small (:func:`blas_threads_for`).
+
+    Example:
+      >>> step = plain_dot(plax.make_jaxpr(jnp.dot)(x, w).eqns[0])
+    """
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars
     ls, rs = lhs.aval.shape, rhs.aval.shape
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
-    if (lb or rb or not 1 <= len(ls) <= 2 or not 1 <= len(rs) <= 2 or len(lc) != 1
-            or dtype.kind not in "fc" or dtype.itemsize < 4
+    if (dtype.kind not in "fc" or dtype.itemsize < 4
             or np.dtype(lhs.aval.dtype) != dtype or np.dtype(rhs.aval.dtype) != dtype):
         return None
+    if not lb and not rb and 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and len(lc) == 1:
+        if (len(ls) == 2 and len(rs) == 2 and product_madds(eqn) > BLAS_SERIAL_MAX
+                and rs[1 - rc[0]] >= SPLIT_MIN_COLUMNS
+                and env_flag("PLAX_NUMBA_SPLIT_PRODUCTS", False)):
+            from plax_numba.split_products import split_dot
+            return split_dot(lc[0] == 0, rc[0] == 1)
+        return blas_threads_for(eqn, _dot_of_views(ls, rs, lc, rc))
+    from plax_numpy import impls
+    return blas_threads_for(eqn, functools.partial(impls()[lax.dot_general_p], **eqn.params))
+
+
+def _dot_of_views(ls, rs, lc, rc):
+    """``np.dot`` of the operands or of their transposed views, as the contracted axes
+    ask."""
     lt = len(ls) == 2 and lc[0] == 0   # contracting the lhs's rows: use its transpose
     rt = len(rs) == 2 and rc[0] == 1   # contracting the rhs's columns: likewise
     dot = np.dot

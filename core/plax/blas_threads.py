@@ -8,6 +8,8 @@ pmap/shard_map of the plax-pmap plugin, a partitioned ``jit`` of an explicitly s
 program), OpenBLAS therefore gets ``max(1, cores // N)`` threads, and the previous count is
 restored afterwards (as threadpoolctl would; plax does not depend on it). Set
 ``PLAX_PMAP_LIMIT_BLAS=0`` to leave BLAS alone. Other BLAS libraries are left as they are.
+:func:`on_one_thread` runs a function with OpenBLAS on one thread (a backend's products too
+small to gain from more).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import contextlib
 import ctypes
 import os
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 _NAMES = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
           ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
@@ -76,19 +78,71 @@ def limited(n_devices: int) -> Iterator[None]:
     if n_devices <= 1 or not env_flag("PLAX_PMAP_LIMIT_BLAS", True):
         yield
         return
-    with _lock:
-        controls = _controls()
-        _depth[0] += 1
-        saved = [get() for get, _ in controls] if _depth[0] == 1 else None
-        if saved is not None:
-            want = max(1, cores() // n_devices)
-            for _, put in controls:
-                put(want)
+    held = _hold(max(1, cores() // n_devices))
     try:
         yield
     finally:
-        with _lock:
-            _depth[0] -= 1
-            if saved is not None:
-                for (_, put), n in zip(controls, saved):
-                    put(n)
+        _release(held)
+
+
+def on_one_thread(fn: Callable) -> Callable:
+    """``fn`` run with BLAS on one thread (and the previous count restored afterwards).
+
+    For products too small to gain from BLAS's threads: OpenBLAS splits a product of a few
+    million multiply-adds over every core, and on a host whose cores other processes hold,
+    its threads wait for one another (an 8x128x64 batched ``matmul`` took 4 ms threaded and
+    0.6 ms on one thread on the loaded 2-core CI host). Nested inside :func:`limited` (or
+    another call of a wrapped function on another thread), the outer count stays: only the
+    outermost block sets and restores it.
+
+    Args:
+      fn: a function whose BLAS calls should run on the calling thread alone.
+
+    Returns:
+      A function with ``fn``'s signature.
+
+    Example:
+      >>> dot = on_one_thread(np.dot)
+      >>> float(dot(np.ones(3), np.ones(3)))
+      3.0
+    """
+    def run(*args, **kwargs):
+        held = _hold(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _release(held)
+    return run
+
+
+def held() -> bool:
+    """Whether a :func:`limited` block or an :func:`on_one_thread` call holds BLAS's thread
+    count now (on any thread).
+
+    Example:
+      >>> held()
+      False
+    """
+    return _depth[0] > 0
+
+
+def _hold(want: int) -> list | None:
+    """Sets every BLAS's thread count to ``want`` unless an outer block holds it: the counts
+    to restore, or None (nested)."""
+    with _lock:
+        _depth[0] += 1
+        if _depth[0] != 1:
+            return None
+        controls = _controls()
+        saved = [(put, get()) for get, put in controls]
+        for put, _ in saved:
+            put(want)
+        return saved
+
+
+def _release(held: list | None) -> None:
+    """Undoes :func:`_hold` (restoring the counts it saved, if it was the outermost)."""
+    with _lock:
+        _depth[0] -= 1
+        for put, n in held or ():
+            put(n)

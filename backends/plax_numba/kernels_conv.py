@@ -1,0 +1,99 @@
+"""``conv_general_dilated`` on one BLAS thread where its products are small: the Numba
+backend's kernel wrapping the reference one.
+
+The reference kernel computes a convolution with a small window as one matrix product per
+window offset, ``(rows, in features) @ (in features, out features)``, accumulated (a 3x3
+convolution of 8x32x32x16 -> 16 features: nine products of 2.1M multiply-adds each).
+OpenBLAS spreads each over every core; on a host whose cores other processes hold, its
+threads wait for one another (that convolution: 136 ms per call threaded, 6.5 ms on one
+thread, medians of alternating batches at load average 12). So where each product is
+at most ``kernels.BLAS_SERIAL_MAX`` multiply-adds, the kernel runs with BLAS on one thread,
+as the Numba backend's small ``dot_general`` steps do; the values are the reference
+kernel's (one BLAS thread instead of several: the last bits may differ, as for those).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import sys
+
+from plax.blas_threads import on_one_thread
+from plax.core.shaped_array import ShapedArray
+from plax.lowering import fresh_result
+
+_FAMILY = "plax.lax.convolution"  # (a family plax.lax loads on first use: not imported here)
+
+#: windows of at most this many offsets are one product per offset in the reference kernel
+#: (larger ones are one im2col product: left on BLAS's threads)
+PER_OFFSET_MAX_WINDOW = 32
+
+
+@functools.lru_cache(maxsize=256)
+def madds_per_product(lhs: ShapedArray, rhs: ShapedArray, params: tuple) -> int:
+    """Multiply-adds of one of the reference kernel's per-offset products (one group's, one
+    window offset's), or 0 for a window of more than :data:`PER_OFFSET_MAX_WINDOW` offsets.
+
+    Example:
+      >>> f32 = np.dtype("float32")
+      >>> madds_per_product(ShapedArray((8, 32, 32, 16), f32),
+      ...                   ShapedArray((3, 3, 16, 16), f32), tuple(eqn.params.items()))
+      2097152
+    """
+    kw = dict(params)
+    rhs_spec = kw["dimension_numbers"].rhs_spec
+    window = math.prod(rhs.shape[d] for d in rhs_spec[2:])
+    if window > PER_OFFSET_MAX_WINDOW:
+        return 0
+    out = sys.modules[_FAMILY].conv_general_dilated_p.abstract_eval(lhs, rhs, **kw)
+    rhs_shape = rhs.shape
+    groups = kw["feature_group_count"] * kw["batch_group_count"]
+    return math.prod(out.shape) * rhs_shape[rhs_spec[1]] // groups
+
+
+@fresh_result
+def conv_kernel(lhs, rhs, **params):
+    """The reference ``conv_general_dilated`` kernel, on one BLAS thread where its products
+    are small (between ``kernels.BLAS_THREADED_MIN`` and ``kernels.BLAS_SERIAL_MAX``
+    multiply-adds each).
+
+    Args:
+      lhs, rhs: NumPy arrays.
+      params: the primitive's parameters.
+
+    Returns:
+      The reference kernel's result.
+
+    Example:
+      >>> conv_kernel(x, w, **eqn.params).shape
+      (8, 32, 32, 16)
+    """
+    from plax_numba.kernels import BLAS_SERIAL_MAX, BLAS_THREADED_MIN
+    reference = _reference()
+    try:
+        size = madds_per_product(ShapedArray(lhs.shape, lhs.dtype),
+                                 ShapedArray(rhs.shape, rhs.dtype), tuple(params.items()))
+    except TypeError:  # (a parameter that cannot be a cache key: BLAS's threads, as before)
+        size = 0
+    if BLAS_THREADED_MIN < size <= BLAS_SERIAL_MAX:
+        return on_one_thread(reference)(lhs, rhs, **params)
+    return reference(lhs, rhs, **params)
+
+
+@functools.cache
+def _reference():
+    from plax_numpy import impls
+    return impls()[sys.modules[_FAMILY].conv_general_dilated_p]
+
+
+def kernel_for(primitive):
+    """This module's kernel of ``primitive``, or None: looked up by the backend where its
+    kernel table has none, so that the convolution family is not loaded to fill the table.
+
+    Example:
+      >>> kernel_for(lax.conv_general_dilated_p) is conv_kernel
+      True
+    """
+    family = sys.modules.get(_FAMILY)  # (loaded if primitive is its primitive)
+    if family is not None and primitive is family.conv_general_dilated_p:
+        return conv_kernel
+    return None
