@@ -576,6 +576,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large and not low
                   and not broadcast_operands_partial(cluster, shape) and not into)
+    if indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN and not out_params:
+        # many long rows: nested loops threaded over the outermost, every array of the
+        # iteration shape read and written by rows (_nested_at), never by a flat position
+        # summed from the indices: numba checks such a computed index for wrap-around,
+        # which kept LLVM from vectorising the row (softmax's x / sum on 1000x1000: 650 ->
+        # 130 CPU us)
+        flat = False
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -608,6 +615,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     # from a scratch row, in the same order; the row's loop then carries no reduction and
     # vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
     row_wise = by_rows and math.prod(shape) >= PARALLEL_MIN
+    # ... and several rows at once: their scratch rows summed side by side, one accumulator
+    # per row (each row in its own order, so bit-identical), since one row's float64 sum is a
+    # chain of dependent additions, each waiting for the last (row_block)
+    block = row_block(cluster, shape) if row_wise else 1
+    row_bind: list[str] = []    # blocked rows: each row's scratch row, bound per row
+    block_post: list[str] = []  # blocked rows: after each block of rows
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -743,7 +756,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
                 in_dtype = np.dtype(eqn.invars[0].aval.dtype)
-                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
+                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS and block > 1:
+                    row_pre.append(f"row_w{k} = np.empty(({block}, {dims[-1]}), "
+                                   f"{_t(in_dtype)})")
+                    row_bind.append(f"row_w{k}_r = row_w{k}[{idx[-2]} - row_lo]")
+                    body.append(f"row_w{k}_r[{idx[-1]}] = {operand}")
+                    block_post += _block_sums(k, block, init, update, idx, dims)
+                elif row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
                     row_pre.append(f"row_w{k} = np.empty({dims[-1]}, {_t(in_dtype)})")
                     body.append(f"row_w{k}[{idx[-1]}] = {operand}")
                     row_post += [f"row_acc{k} = {init}", f"for row_q{k} in range({dims[-1]}):",
@@ -787,19 +806,6 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
-    elif indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN:
-        # one loop per dimension, the outermost threaded, the flat position summed from
-        # the indices: recovering each index from the flat position took an integer division
-        # and a remainder per element (softmax's x / sum on 1000x1000: 1.9 -> 0.75 ms wall)
-        loop = "prange" if parallel else "range"
-        for d in range(rank):
-            lines.append("    " + "    " * d
-                         + f"for {idx[d]} in {loop if d == 0 else 'range'}({dims[d]}):")
-        flat_at = idx[0]
-        for d in range(1, rank):
-            flat_at = f"({flat_at}) * {dims[d]} + {idx[d]}"
-        lines.append("    " + "    " * rank + f"i = {flat_at}")
-        lines += ["    " + "    " * rank + s for s in body]
     elif flat:
         loop = "prange" if parallel else "range"
         lines.append(f"    for i in {loop}({' * '.join(dims)}):")
@@ -811,16 +817,29 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                              f"        {idx[d]} = {value} % {dims[d]}")
         lines += ["        " + s for s in body]
     else:
+        depth = 1  # (the indentation of the next line, in levels)
         for d in range(rank):
             extent = (f"{dims[d]} - 1, -1, -1" if d in reversed_dims else dims[d])
             loop = "prange" if d == 0 and parallel else "range"  # (by_rows)
-            lines.append("    " + "    " * d + f"for {idx[d]} in {loop}({extent}):")
+            if d == rank - 2 and block > 1:  # the rows in blocks (row_block)
+                at = "    " * depth
+                lines += [at + f"for row_b in {loop}(({dims[d]} + {block - 1}) // {block}):",
+                          f"{at}    row_lo = row_b * {block}",
+                          f"{at}    row_hi = min(row_lo + {block}, {dims[d]})"]
+                lines += [at + "    " + s for s in row_pre]
+                block_at = at + "    "
+                depth += 1
+                loop, extent = "range", "row_lo, row_hi"
+            lines.append("    " * depth + f"for {idx[d]} in {loop}({extent}):")
+            depth += 1
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
-                lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
+                lines += ["    " * depth + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
-                lines += ["    " + "    " * (d + 1) + s for s in row_pre]
-        lines += ["    " + "    " * rank + s for s in body]
-        lines += ["    " + "    " * (rank - 1) + s for s in row_post]
+                lines += ["    " * depth + s for s in (row_bind if block > 1 else row_pre)]
+        lines += ["    " * depth + s for s in body]
+        lines += ["    " * (depth - 1) + s for s in row_post]
+        if block > 1:
+            lines += [block_at + s for s in block_post]
     lines += ["    " + s for s in post]
     if into:
         rest = [e for j, e in enumerate(out_exprs) if j not in given]
@@ -869,6 +888,59 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     ]) + "\n"
     return KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+
+
+#: a threaded nested loop summing along its rows (``row_wise`` in :func:`plan_cluster`) takes
+#: up to this many rows at a time, and their scratch rows together at most
+#: :data:`ROW_BLOCK_BYTES`: one accumulator per row in one loop, each row's additions in the
+#: same order (softmax's ``exp`` and row sums on 1000x1000 float32: 770 -> 540 CPU us; the
+#: sums alone were a chain of dependent float64 additions, ~0.6 ns each)
+ROW_BLOCK = 8
+ROW_BLOCK_BYTES = 1 << 17
+
+
+def row_block(cluster, shape: tuple) -> int:
+    """How many rows (lines along the last axis) a row-wise threaded loop of ``cluster``
+    over ``shape`` sums at once: :data:`ROW_BLOCK`, 4 or 2, the most whose scratch rows fit
+    :data:`ROW_BLOCK_BYTES`, and while blocks of the threaded axis (the outermost, for a
+    matrix) still number 16 or more; 1: a row at a time, or no reduction along the rows."""
+    last = len(shape) - 1
+    widest = max([np.dtype(e.invars[0].aval.dtype).itemsize for e in cluster.eqns
+                  if fusion_kind(e.primitive) == REDUCTION
+                  and list(e.params["axes"]) == [last]] or [0])
+    if not widest:  # no row summed after the row: nothing to interleave
+        return 1
+    block = ROW_BLOCK
+    while block > 1 and (block * shape[-1] * widest > ROW_BLOCK_BYTES
+                         or (len(shape) == 2 and shape[0] < 16 * block)):
+        block //= 2
+    return block
+
+
+def _block_sums(k: int, block: int, init: str, update, idx: list, dims: list) -> list[str]:
+    """The lines, after a block of rows, accumulating reduction ``k``'s scratch rows
+    ``row_w{k}`` (``block`` of them, the rows ``row_lo`` to ``row_hi``) into ``s{k}``: a
+    full block in one loop with an accumulator per row, a last, partial one row by row.
+    Either way each row is accumulated from its first element to its last."""
+    kept = idx[:-2]  # (the row's own index: row_lo + r)
+
+    def at(r: str) -> str:
+        return f"s{k}[{', '.join(kept + [f'row_lo + {r}'])}]"
+    acc = [f"row_c{k}_{r}" for r in range(block)]
+    q = f"row_q{k}"
+    full = ([f"if row_hi - row_lo == {block}:"]
+            + [f"    {a} = {init}" for a in acc]
+            + [f"    row_w{k}_{r} = row_w{k}[{r}]" for r in range(block)]
+            + [f"    for {q} in range({dims[-1]}):"]
+            + [f"        {a} = {update(a, f'row_w{k}_{r}[{q}]')}" for r, a in enumerate(acc)]
+            + [f"    {at(str(r))} = {a}" for r, a in enumerate(acc)])
+    rest = ["else:",
+            f"    for row_t{k} in range(row_hi - row_lo):",
+            f"        row_acc{k} = {init}",
+            f"        for {q} in range({dims[-1]}):",
+            f"            row_acc{k} = {update(f'row_acc{k}', f'row_w{k}[row_t{k}, {q}]')}",
+            f"        {at(f'row_t{k}')} = row_acc{k}"]
+    return full + rest
 
 
 def _rows_independent(cluster, shape: tuple) -> bool:
