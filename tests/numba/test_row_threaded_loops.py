@@ -57,7 +57,9 @@ def test_row_reductions_and_broadcasts_thread_over_rows(monkeypatch):
     """Above ``codegen.PARALLEL_MIN`` elements (lowered here), softmax's ``exp(x - max)``
     with its row sums threads its outer loop (``prange`` over rows, each row summed in the
     serial order), and its ``x / sum`` runs nested loops over rows instead of dividing the
-    flat position; the values match the reference within softmax's tolerance."""
+    flat position, by rows; the values match the reference within softmax's tolerance, and
+    the division alone (the same kernel) the reference bit for bit, zeros, NaN and infinities
+    included."""
     from plax_numba import codegen
     monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
     monkeypatch.setattr(codegen, "INDEXED_ROWS_MIN", 8)
@@ -71,12 +73,77 @@ def test_row_reductions_and_broadcasts_thread_over_rows(monkeypatch):
     assert len(summed) == 1 and "for i0 in prange(n0):" in summed[0]
     assert len(divided) == 1 and "for i0 in prange(n0):" in divided[0]
     assert " // " not in divided[0]
+    # read and written by rows (a flat position summed from the indices did not vectorise)
+    assert "o0_r[i1] = t1" in divided[0] and "i = " not in divided[0]
     assert "row_w3[i1] = t2" in summed[0]  # the row's exps kept, summed after the row
     (got,), (want,) = both(softmax, x, fallback_is_error=True)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    s = np.array([2, 0, -0.0, np.inf, np.nan, -3] * 4, np.float32)
+    (got,), (want,) = both(lambda x, s: x / s.reshape(-1, 1), _special_rows(x), s,
+                           fallback_is_error=True)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
     def int_rows(z):  # two innermost-axis reductions of int32 values, an input named a1
         return jnp.sum(z * 3, -1) + jnp.max(z - 1, -1)
     z = np.random.default_rng(2).integers(-50, 50, (20, 9)).astype(np.int32)
     (got,), (want,) = both(int_rows, z, fallback_is_error=True)
     np.testing.assert_array_equal(got, want)
+
+
+def _special_rows(x):
+    """``x`` (float32, at least 37 rows of 8) with NaN, infinities and signed zeros in rows
+    of a full block and of the last, partial one."""
+    x = x.copy()
+    x[1, 3] = np.nan
+    x[2, 2], x[2, 5] = np.inf, -np.inf        # inf - inf: NaN in a sum
+    x[3, :] = -0.0                            # sum +0 (from its +0 start), max -0
+    x[4, :4], x[4, 4:] = -0.0, 0.0            # max +0: -0 orders below +0
+    x[5, 6] = np.inf
+    x[-1, 0], x[-1, 7] = np.nan, -0.0         # (the partial block's row)
+    return x
+
+
+def test_row_sums_interleave_rows_bit_identical(monkeypatch):
+    """A row-wise threaded loop sums blocks of rows side by side (``codegen.row_block``:
+    2 rows here, 37 rows so that the last block is partial), each row's float64 additions
+    in the order of a sequential loop: the sums equal a sequential float64 reference bit for
+    bit, and the row maxima and elementwise values the NumPy backend's, NaN, infinities and
+    signed zeros included."""
+    from plax_numba import codegen
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
+    x = _special_rows(np.random.default_rng(3).standard_normal((37, 8)).astype(np.float32))
+
+    def rows(x):
+        y = x * 3.0
+        return y, jnp.sum(y, -1), jnp.max(y, -1)
+    source = compiled_source(rows, x)
+    assert "for row_b in prange((n0 + 1) // 2):" in source, source
+    assert "row_c1_1 = row_c1_1 + np.float64(row_w1_1[row_q1])" in source  # the sum's 2nd row
+    assert "for row_t1 in range(row_hi - row_lo):" in source   # the partial block's rows
+    (y, total, top), (want_y, _, want_top) = both(rows, x, fallback_is_error=True)
+    for got, want in ((y, want_y), (top, want_top)):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    y64 = np.concatenate([np.zeros((37, 1)), (x * np.float32(3)).astype(np.float64)], 1)
+    with np.errstate(invalid="ignore"):  # (inf - inf)
+        sequential = np.cumsum(y64, 1)[:, -1].astype(np.float32)  # (cumsum adds in order)
+    np.testing.assert_array_equal(total.view(np.uint32), sequential.view(np.uint32))
+    assert total[3] == 0 and not np.signbit(total[3]) and np.signbit(top[3])
+    assert not np.signbit(top[4])
+
+
+def test_row_block_sizes():
+    """Blocks of up to ``ROW_BLOCK`` rows whose scratch rows fit ``ROW_BLOCK_BYTES``, at
+    least 16 blocks of a matrix's rows, and none without a sum along the rows."""
+    from plax.lowering import Cluster
+    from plax_numba import codegen
+
+    def block(shape, axes=(-1,), dtype=np.float32):
+        eqn = _reduction_eqn(shape, tuple(a % len(shape) for a in axes), jnp.sum, dtype)
+        return codegen.row_block(Cluster([eqn], shape, list(eqn.invars), list(eqn.outvars)),
+                                 shape)
+    assert block((1000, 1000)) == codegen.ROW_BLOCK == 8
+    assert block((1000, 10_000)) == 2                     # 4 rows would take 160 KB
+    assert block((1000, 100_000)) == 1
+    assert block((100, 1000)) == 4 and block((31, 1000)) == 1  # blocks of rows to share out
+    assert block((4, 100, 1000)) == 8                     # (threaded over the outer axis)
+    assert block((1000, 1000), (0,)) == 1                 # not along the rows
