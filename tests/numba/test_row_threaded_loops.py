@@ -131,6 +131,25 @@ def test_row_sums_interleave_rows_bit_identical(monkeypatch):
     assert not np.signbit(top[4])
 
 
+def test_row_sums_interleave_rows_of_a_rank_3_loop(monkeypatch):
+    """Threaded over its outermost axis, a rank-3 loop blocks its middle one (8 rows, of 19:
+    two full blocks and a partial one) and stores each row's sum at its own position."""
+    from plax_numba import codegen
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
+    x = np.random.default_rng(4).standard_normal((2, 19, 8)).astype(np.float32)
+    x[1, 17, 2] = np.nan
+
+    def sums(x):
+        return jnp.sum(x * 3.0, -1)
+    source = compiled_source(sums, x)
+    assert "for row_b in range((n1 + 7) // 8):" in source, source
+    assert "s1[i0, row_lo + 7] = row_c1_7" in source
+    (got,), _ = both(sums, x, fallback_is_error=True)
+    y64 = np.concatenate([np.zeros((2, 19, 1)), (x * np.float32(3)).astype(np.float64)], 2)
+    sequential = np.cumsum(y64, 2)[..., -1].astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), sequential.view(np.uint32))
+
+
 def test_row_block_sizes():
     """Blocks of up to ``ROW_BLOCK`` rows whose scratch rows fit ``ROW_BLOCK_BYTES``, at
     least 16 blocks of a matrix's rows, and none without a sum along the rows."""
