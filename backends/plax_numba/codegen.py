@@ -100,6 +100,11 @@ class KernelPlan:
         #: whether an ``out_params`` kernel takes its first element's flat position after
         #: ``n`` (it computes an ``iota``; chunks pass their offset)
         self.index_base = False
+        #: the outputs (by position) whose buffers the caller passes after the inputs, of
+        #: the iteration shape (C-contiguous), the kernel returning only the others
+        #: (``into``, and large kernels other than ``out_params`` ones: see
+        #: :func:`plan_cluster`)
+        self.given: list[int] = []
 
 
 def _t(dtype) -> str:
@@ -503,13 +508,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
 
     Args:
       cluster: the fusion cluster.
-      preallocate: for a large flat cluster without reductions (at least
-        :data:`PARALLEL_MIN` elements), the caller allocates the outputs: the kernel is
-        ``kernel(*inputs, *outputs, n)`` over 1-D arrays (``KernelPlan.out_params``) and the
-        wrapper allocates them with NumPy, whose large buffers are backed by huge pages
-        (numba's allocator faults in 4 KiB pages: first touching a fresh 40 MB output cost
-        15 ms against 7 ms, and 1.2 ms for the loop itself). Such a kernel also runs on
-        chunks of its operands (:meth:`NumbaEmitter._emit_split`).
+      preallocate: for a large cluster (at least :data:`PARALLEL_MIN` elements), the
+        wrapper allocates the array outputs with NumPy, whose large buffers are backed by
+        huge pages (numba's allocator faults in 4 KiB pages: first touching a fresh 40 MB
+        output cost 15 ms against 7 ms, and 1.2 ms for the loop itself). A flat cluster
+        without reductions is then ``kernel(*inputs, *outputs, n)`` over 1-D arrays
+        (``KernelPlan.out_params``), which also runs on chunks of its operands
+        (:meth:`NumbaEmitter._emit_split`); any other takes the buffers of its array
+        outputs that are not reductions as ``into`` does (``KernelPlan.given``).
       parallel: force the serial (False) or parallel (True) loop; None: by size.
       into: the caller passes the buffers of the array outputs that are not reductions
         (C-contiguous, the iteration shape), after the inputs and before the extents; the
@@ -583,6 +589,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         # which kept LLVM from vectorising the row (softmax's x / sum on 1000x1000: 650 ->
         # 130 CPU us)
         flat = False
+    # any other large kernel writes its array outputs into buffers its wrapper allocates
+    # (NumPy's, as out_params kernels'; passed as ``into`` passes them): numba allocated a
+    # 64 MB output in 4 KiB pages, faulted in at first touch (softmax's exp and row sums on
+    # 4000x4000 float32: 47 -> 18 ms, div 49 -> 22 ms)
+    given_outputs = preallocate and not out_params and not into and large and rank > 0
+    into_source = into or given_outputs
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -655,7 +667,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
                 continue
-            if into:
+            if into_source:
                 given.append(j)
                 if flat:  # (a view: the kernel writes through it)
                     pre.append(f"o{j}_f = o{j}" if rank == 1 else
@@ -795,7 +807,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
                   + dims + (["base"] if has_index else []))
-    if into:
+    if into_source:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
     parallel = (order_free or by_rows) and (large if parallel is None else parallel)
@@ -841,7 +853,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         if block > 1:
             lines += [block_at + s for s in block_post]
     lines += ["    " + s for s in post]
-    if into:
+    if into_source:
         rest = [e for j, e in enumerate(out_exprs) if j not in given]
         lines.append(f"    return ({''.join(e + ', ' for e in rest)})" if rest else "    return 0")
     else:
@@ -866,28 +878,40 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         else:  # the entry point reads C-contiguous memory: a strided view is copied first
             call.append(f"_asc({inp.name}).view(_U16)" if bits else f"_asc({inp.name})")
             arg_types.append(("array", np.dtype(np.uint16) if bits else inp.dtype, inp.ndim))
-    call += [str(n) for n in shape]
-    arg_types += [("int",)] * rank
     n_out = len(cluster.outputs)
     wrapper_globals = {f"_T{j}": out_dtypes[j].type for j in range(n_out)}
-    wrapper_globals.update(_U16=np.uint16, _asa=np.asarray)
+    wrapper_globals.update(_U16=np.uint16, _asa=np.asarray, _empty=np.empty)
+    alloc = []  # given_outputs: the buffers the kernel writes, allocated here
+    for j in given:
+        storage = np.dtype(np.uint16) if out_dtypes[j] in LOW_FLOATS else out_dtypes[j]
+        wrapper_globals[f"_S{j}"] = storage
+        alloc.append(f"        _o{j} = _empty({shape!r}, _S{j})")
+        call.append(f"_o{j}")
+        arg_types.append(("array", storage, rank))
+    call += [str(n) for n in shape]
+    arg_types += [("int",)] * rank
+    returned = [j for j in range(len(out_exprs)) if j not in given]  # (the kernel's tuple)
     results = []
     for j in range(n_out):
+        r = f"_o{j}" if j in given else f"r[{returned.index(j)}]"
         if out_dtypes[j] in LOW_FLOATS:  # uint16 bits: viewed as the format
             wrapper_globals[f"_D{j}"] = out_dtypes[j]
-            results.append(f"_asa(r[{j}], _U16).view(_D{j})[()]" if scalar_out[j]
-                           else f"r[{j}].view(_D{j})")
+            results.append(f"_asa({r}, _U16).view(_D{j})[()]" if scalar_out[j]
+                           else f"{r}.view(_D{j})")
         else:
-            results.append(f"_T{j}(r[{j}])" if scalar_out[j] else f"r[{j}]")
+            results.append(f"_T{j}({r})" if scalar_out[j] else r)
     wrapper = "\n".join([
         f"def step({', '.join(inp.name for inp in inputs)}):",
         "    if _ready:",
+        *alloc,
         f"        r = _kernel({', '.join(call)})",
         f"        return [{', '.join(results)}]",
         f"    return _interp({', '.join(inp.name for inp in inputs)})",
     ]) + "\n"
-    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+    plan = KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+    plan.given = given
+    return plan
 
 
 #: a threaded nested loop summing along its rows (``row_wise`` in :func:`plan_cluster`) takes
