@@ -91,7 +91,7 @@ def test_row_reductions_and_broadcasts_thread_over_rows(monkeypatch):
 
 
 def _special_rows(x):
-    """``x`` (float32, at least 37 rows of 8) with NaN, infinities and signed zeros in rows
+    """``x`` (float32, at least 6 rows of 8 columns) with NaN, infinities and signed zeros in rows
     of a full block and of the last, partial one."""
     x = x.copy()
     x[1, 3] = np.nan
@@ -99,7 +99,7 @@ def _special_rows(x):
     x[3, :] = -0.0                            # sum +0 (from its +0 start), max -0
     x[4, :4], x[4, 4:] = -0.0, 0.0            # max +0: -0 orders below +0
     x[5, 6] = np.inf
-    x[-1, 0], x[-1, 7] = np.nan, -0.0         # (the partial block's row)
+    x[-1, 0], x[-1, -1] = np.nan, -0.0        # (the partial block's row)
     return x
 
 
@@ -108,15 +108,18 @@ def test_row_sums_interleave_rows_bit_identical(monkeypatch):
     2 rows here, 37 rows so that the last block is partial), each row's float64 additions
     in the order of a sequential loop: the sums equal a sequential float64 reference bit for
     bit, and the row maxima and elementwise values the NumPy backend's, NaN, infinities and
-    signed zeros included."""
+    signed zeros included. Its array output is a buffer its wrapper allocates
+    (``KernelPlan.given``): 37x448 values are too large for a whole-program kernel."""
     from plax_numba import codegen
     monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
-    x = _special_rows(np.random.default_rng(3).standard_normal((37, 8)).astype(np.float32))
+    x = _special_rows(np.random.default_rng(3).standard_normal((37, 448)).astype(np.float32))
 
     def rows(x):
         y = x * 3.0
         return y, jnp.sum(y, -1), jnp.max(y, -1)
     source = compiled_source(rows, x)
+    assert "whole-program" not in source and "def kernel(a0, a1, o0, n0, n1):" in source
+    assert "np.empty((n0" not in source  # (the wrapper allocates o0)
     assert "for row_b in prange((n0 + 1) // 2):" in source, source
     assert "row_c1_1 = row_c1_1 + np.float64(row_w1_1[row_q1])" in source  # the sum's 2nd row
     assert "for row_t1 in range(row_hi - row_lo):" in source   # the partial block's rows
@@ -166,3 +169,40 @@ def test_row_block_sizes():
     assert block((100, 1000)) == 4 and block((31, 1000)) == 1  # blocks of rows to share out
     assert block((4, 100, 1000)) == 8                     # (threaded over the outer axis)
     assert block((1000, 1000), (0,)) == 1                 # not along the rows
+
+
+def test_first_tier_takes_the_given_output_buffers(monkeypatch):
+    """A large nested kernel's array outputs are buffers its wrapper allocates
+    (``KernelPlan.given``); the first tier's kernel, called as numba's is, writes into those
+    and returns only the reductions, bit-identical to the NumPy backend (the elementwise
+    output and row maxima) and to a sequential float64 sum."""
+    from plax_numba import codegen, llvm_tier
+    from llvm_tier_util import only_cluster
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
+    x = _special_rows(np.random.default_rng(5).standard_normal((37, 8)).astype(np.float32))
+
+    def rows(x):
+        y = x * 3.0
+        return y, jnp.sum(y, -1), jnp.max(y, -1)
+    jaxpr, cluster = only_cluster(rows, x)
+    plan = codegen.plan_cluster(cluster, preallocate=True)
+    (y_at,) = plan.given
+    assert cluster.outputs[y_at] is jaxpr.outvars[0] and "_empty(" in plan.wrapper
+    first = llvm_tier.plan(cluster, plan)
+    assert first is not None, llvm_tier.declined
+    kernel = llvm_tier.build(first, plan.primitives, "<test>")
+    y = np.full(x.shape, np.nan, np.float32)
+    ins = [np.asarray(atom.val, t[1])[()] if t[0] == "scalar" else x  # (x, the literal 3.0)
+           for atom, t in zip(cluster.inputs, plan.arg_types)]
+    reductions = kernel(*ins, y, *x.shape)
+    assert len(reductions) == 2
+    want_y, _, want_top = plax.jit(rows, backend="numpy")(x)
+    by_output = {id(v): r for v, r in zip([v for j, v in enumerate(cluster.outputs)
+                                           if j != y_at], reductions)}
+    total, top = by_output[id(jaxpr.outvars[1])], by_output[id(jaxpr.outvars[2])]
+    np.testing.assert_array_equal(y.view(np.uint32), np.asarray(want_y).view(np.uint32))
+    np.testing.assert_array_equal(top.view(np.uint32), np.asarray(want_top).view(np.uint32))
+    y64 = np.concatenate([np.zeros((37, 1)), y.astype(np.float64)], 1)
+    with np.errstate(invalid="ignore"):
+        sequential = np.cumsum(y64, 1)[:, -1].astype(np.float32)
+    np.testing.assert_array_equal(total.view(np.uint32), sequential.view(np.uint32))
