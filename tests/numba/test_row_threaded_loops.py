@@ -1,5 +1,6 @@
-"""Loops threaded over rows: nested loops whose reductions keep the outermost axis, indexed
-loops over many rows, and lone max/min reductions NumPy walks slowly (a 2x2 max-pool)."""
+"""Loops threaded over rows: nested loops whose reductions keep the outermost axis (their
+row sums taken a block of rows at a time), indexed loops over many rows, the output buffers
+their wrappers allocate, and lone max/min reductions NumPy walks slowly (a 2x2 max-pool)."""
 from __future__ import annotations
 
 import numpy as np
