@@ -207,3 +207,21 @@ def test_first_tier_takes_the_given_output_buffers(monkeypatch):
     with np.errstate(invalid="ignore"):
         sequential = np.cumsum(y64, 1)[:, -1].astype(np.float32)
     np.testing.assert_array_equal(total.view(np.uint32), sequential.view(np.uint32))
+
+
+def test_lone_relu_is_a_threaded_kernel_bit_identical():
+    """A large lone ``maximum(x, 0.0)`` (relu) runs as a one-equation kernel threaded over
+    its elements, writing into the buffer its wrapper allocates (not NumPy's ``maximum``,
+    single-threaded, which returns either of two equal zeros): NaN propagates and -0 orders
+    below +0, bit for bit as the NumPy backend."""
+    x = np.random.default_rng(6).standard_normal((256, 128)).astype(np.float32)  # (PARALLEL_MIN)
+    x[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, -1e-45]
+
+    def relu(x):
+        return jnp.maximum(x, 0.0)
+    source = compiled_source(relu, x)
+    assert "def kernel(a0, a1, o0, n):" in source and "for i in prange(n):" in source
+    assert "fmax(a0_v, a1)" in source
+    (got,), (want,) = both(relu, x, fallback_is_error=True)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.isnan(got[0, 0]) and not np.signbit(got[0, 3:6]).any()
