@@ -929,9 +929,10 @@ def row_block(cluster, shape: tuple) -> int:
     :data:`ROW_BLOCK_BYTES`, and while blocks of the threaded axis (the outermost, for a
     matrix) still number 16 or more; 1: a row at a time, or no reduction along the rows."""
     last = len(shape) - 1
-    widest = max([np.dtype(e.invars[0].aval.dtype).itemsize for e in cluster.eqns
-                  if fusion_kind(e.primitive) == REDUCTION
-                  and list(e.params["axes"]) == [last]] or [0])
+    operands = [np.dtype(e.invars[0].aval.dtype) for e in cluster.eqns
+                if fusion_kind(e.primitive) == REDUCTION and list(e.params["axes"]) == [last]]
+    # (float16/bfloat16 values accumulate in the row's loop itself: no scratch row)
+    widest = max([d.itemsize for d in operands if d not in LOW_FLOATS] or [0])
     if not widest:  # no row summed after the row: nothing to interleave
         return 1
     block = ROW_BLOCK

@@ -156,12 +156,13 @@ def test_row_sums_interleave_rows_of_a_rank_3_loop(monkeypatch):
 
 def test_row_block_sizes():
     """Blocks of up to ``ROW_BLOCK`` rows whose scratch rows fit ``ROW_BLOCK_BYTES``, at
-    least 16 blocks of a matrix's rows, and none without a sum along the rows."""
+    least 16 blocks of a matrix's rows, and none without a reduction along the rows that
+    keeps a scratch row (float16 values accumulate in the row's loop)."""
     from plax.lowering import Cluster
     from plax_numba import codegen
 
-    def block(shape, axes=(-1,), dtype=np.float32):
-        eqn = _reduction_eqn(shape, tuple(a % len(shape) for a in axes), jnp.sum, dtype)
+    def block(shape, axes=(-1,), dtype=np.float32, op=jnp.sum):
+        eqn = _reduction_eqn(shape, tuple(a % len(shape) for a in axes), op, dtype)
         return codegen.row_block(Cluster([eqn], shape, list(eqn.invars), list(eqn.outvars)),
                                  shape)
     assert block((1000, 1000)) == codegen.ROW_BLOCK == 8
@@ -170,6 +171,8 @@ def test_row_block_sizes():
     assert block((100, 1000)) == 4 and block((31, 1000)) == 1  # blocks of rows to share out
     assert block((4, 100, 1000)) == 8                     # (threaded over the outer axis)
     assert block((1000, 1000), (0,)) == 1                 # not along the rows
+    assert block((1000, 1000), op=jnp.max, dtype=np.float16) == 1  # (no scratch rows)
+    assert block((1000, 1000), op=jnp.max, dtype=np.float64) == 8
 
 
 def test_first_tier_takes_the_given_output_buffers(monkeypatch):
