@@ -5,9 +5,11 @@ float32 (1000, 1000) array, each jitted, in one table measured in one run.
 
 Each cell is the fastest, over ``--repeat`` batches of calls lasting about 0.1 s, of the wall
 time per call after a warm-up call (plax compiles its kernels first: ``PLAX_NUMBA_SYNC=1``);
-the two columns' batches alternate, so both see the same moments of a shared host. The last
-column is plax / JAX (below 1: plax is faster). JAX's column is skipped where JAX is not
-installed. Run it with ``PYTHONPATH`` pointing at another checkout to compare revisions.
+the two columns' batches alternate, so both see the same moments of a shared host. Then
+plax / JAX (below 1: plax is faster), and the same three for process CPU time (every
+thread's: what a call costs however loaded the host is). JAX's columns are skipped where
+JAX is not installed. Run it with ``PYTHONPATH`` pointing at another checkout to compare
+revisions.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def programs(np_, lax, nn) -> dict:
         "max(x, -1)": lambda x: np_.max(x, -1),
         "softmax(x, -1)": lambda x: nn.softmax(x, -1),
         "maximum(x, 0.0)": lambda x: np_.maximum(x, 0.0),
+        "x * 2.0": lambda x: x * 2.0,
+        "x / sum(x, -1)": lambda x: x / np_.sum(x, -1, keepdims=True),
         "2x2 max-pool": lambda x: np_.max(x.reshape(x.shape[0] // 2, 2, x.shape[1] // 2, 2),
                                           (1, 3)),
         "cummax(x, 1)": lambda x: lax.cummax(x, 1),
@@ -51,18 +55,21 @@ def main() -> None:
     except ImportError:
         print("(JAX not installed: its column is skipped)")
     names = list(columns)
-    print(f"{'program':18s}" + "".join(f"{n + ' us':>14s}" for n in names)
-          + ("   plax/JAX" if len(names) == 2 else ""))
+    ratio_head = "   plax/JAX" if len(names) == 2 else ""
+    print(f"{'program':18s}" + "".join(f"{n + ' us':>14s}" for n in names) + ratio_head
+          + "".join(f"{n + ' cpu us':>18s}" for n in names) + ratio_head)
     for row in programs(pnp, plax.lax, plax.nn):
         calls = {}
         for name, (progs, jit, x, options) in columns.items():
             fn = jit(progs[row], **options)
             calls[name] = lambda fn=fn, x=x: fn(x).block_until_ready()
-        best = {name: wall for name, (wall, _) in
-                fastest_per_call(calls, args.repeat, 0.1).items()}
-        cells = "".join(f"{best[n] * 1e6:14.1f}" for n in names)
-        ratio = f"{best[names[0]] / best[names[1]]:11.2f}" if len(names) == 2 else ""
-        print(f"{row:18s}{cells}{ratio}")
+        best = fastest_per_call(calls, args.repeat, 0.1)
+        line = f"{row:18s}"
+        for which, width in ((0, 14), (1, 18)):  # wall, then CPU
+            line += "".join(f"{best[n][which] * 1e6:{width}.1f}" for n in names)
+            if len(names) == 2:
+                line += f"{best[names[0]][which] / best[names[1]][which]:11.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

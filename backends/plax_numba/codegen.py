@@ -100,6 +100,11 @@ class KernelPlan:
         #: whether an ``out_params`` kernel takes its first element's flat position after
         #: ``n`` (it computes an ``iota``; chunks pass their offset)
         self.index_base = False
+        #: the outputs (by position) whose buffers the caller passes after the inputs, of
+        #: the iteration shape (C-contiguous), the kernel returning only the others
+        #: (``into``, and large kernels other than ``out_params`` ones: see
+        #: :func:`plan_cluster`)
+        self.given: list[int] = []
 
 
 def _t(dtype) -> str:
@@ -503,13 +508,14 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
 
     Args:
       cluster: the fusion cluster.
-      preallocate: for a large flat cluster without reductions (at least
-        :data:`PARALLEL_MIN` elements), the caller allocates the outputs: the kernel is
-        ``kernel(*inputs, *outputs, n)`` over 1-D arrays (``KernelPlan.out_params``) and the
-        wrapper allocates them with NumPy, whose large buffers are backed by huge pages
-        (numba's allocator faults in 4 KiB pages: first touching a fresh 40 MB output cost
-        15 ms against 7 ms, and 1.2 ms for the loop itself). Such a kernel also runs on
-        chunks of its operands (:meth:`NumbaEmitter._emit_split`).
+      preallocate: for a large cluster (at least :data:`PARALLEL_MIN` elements), the
+        wrapper allocates the array outputs with NumPy, whose large buffers are backed by
+        huge pages (numba's allocator faults in 4 KiB pages: first touching a fresh 40 MB
+        output cost 15 ms against 7 ms, and 1.2 ms for the loop itself). A flat cluster
+        without reductions is then ``kernel(*inputs, *outputs, n)`` over 1-D arrays
+        (``KernelPlan.out_params``), which also runs on chunks of its operands
+        (:meth:`NumbaEmitter._emit_split`); any other takes the buffers of its array
+        outputs that are not reductions as ``into`` does (``KernelPlan.given``).
       parallel: force the serial (False) or parallel (True) loop; None: by size.
       into: the caller passes the buffers of the array outputs that are not reductions
         (C-contiguous, the iteration shape), after the inputs and before the extents; the
@@ -576,6 +582,19 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large and not low
                   and not broadcast_operands_partial(cluster, shape) and not into)
+    if indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN and not out_params:
+        # many long rows: nested loops threaded over the outermost, every array of the
+        # iteration shape read and written by rows (_nested_at), never by a flat position
+        # summed from the indices: numba checks such a computed index for wrap-around,
+        # which kept LLVM from vectorising the row (softmax's x / sum on 1000x1000: 650 ->
+        # 130 CPU us)
+        flat = False
+    # any other large kernel writes its array outputs into buffers its wrapper allocates
+    # (NumPy's, as out_params kernels'; passed as ``into`` passes them): numba allocated a
+    # 64 MB output in 4 KiB pages, faulted in at first touch (softmax's exp and row sums on
+    # 4000x4000 float32: 47 -> 18 ms, div 49 -> 22 ms)
+    given_outputs = preallocate and not out_params and not into and large and rank > 0
+    into_source = into or given_outputs
 
     # inputs: rank-0 operands as scalars, the others as arrays
     inputs: list[_Input] = []
@@ -608,6 +627,12 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     # from a scratch row, in the same order; the row's loop then carries no reduction and
     # vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
     row_wise = by_rows and math.prod(shape) >= PARALLEL_MIN
+    # ... and several rows at once: their scratch rows summed side by side, one accumulator
+    # per row (each row in its own order, so bit-identical), since one row's float64 sum is a
+    # chain of dependent additions, each waiting for the last (row_block)
+    block = row_block(cluster, shape) if row_wise else 1
+    row_bind: list[str] = []    # blocked rows: each row's scratch row, bound per row
+    block_post: list[str] = []  # blocked rows: after each block of rows
     names: dict = {}   # id(atom) -> scalar expression inside the loop
     pre: list[str] = []    # before the loop
     body: list[str] = []   # inside the loop
@@ -642,7 +667,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if out_params:
                 pre.append(f"o{j}_f = o{j}")
                 continue
-            if into:
+            if into_source:
                 given.append(j)
                 if flat:  # (a view: the kernel writes through it)
                     pre.append(f"o{j}_f = o{j}" if rank == 1 else
@@ -743,7 +768,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
                 in_dtype = np.dtype(eqn.invars[0].aval.dtype)
-                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
+                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS and block > 1:
+                    row_pre.append(f"row_w{k} = np.empty(({block}, {dims[-1]}), "
+                                   f"{_t(in_dtype)})")
+                    row_bind.append(f"row_w{k}_r = row_w{k}[{idx[-2]} - row_lo]")
+                    body.append(f"row_w{k}_r[{idx[-1]}] = {operand}")
+                    block_post += _block_sums(k, block, init, update, idx, dims)
+                elif row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
                     row_pre.append(f"row_w{k} = np.empty({dims[-1]}, {_t(in_dtype)})")
                     body.append(f"row_w{k}[{idx[-1]}] = {operand}")
                     row_post += [f"row_acc{k} = {init}", f"for row_q{k} in range({dims[-1]}):",
@@ -776,7 +807,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         dims = ["n"]
         params = ([inp.name for inp in inputs] + [f"o{j}" for j in range(len(cluster.outputs))]
                   + dims + (["base"] if has_index else []))
-    if into:
+    if into_source:
         params = [inp.name for inp in inputs] + [f"o{j}" for j in given] + dims
     # shapes are static per compiled program, so the variant is chosen here
     parallel = (order_free or by_rows) and (large if parallel is None else parallel)
@@ -787,19 +818,6 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     lines += ["    " + s for s in pre]
     if rank == 0:
         lines += ["    " + s for s in body]
-    elif indexed and min(shape[0], shape[-1]) >= INDEXED_ROWS_MIN:
-        # one loop per dimension, the outermost threaded, the flat position summed from
-        # the indices: recovering each index from the flat position took an integer division
-        # and a remainder per element (softmax's x / sum on 1000x1000: 1.9 -> 0.75 ms wall)
-        loop = "prange" if parallel else "range"
-        for d in range(rank):
-            lines.append("    " + "    " * d
-                         + f"for {idx[d]} in {loop if d == 0 else 'range'}({dims[d]}):")
-        flat_at = idx[0]
-        for d in range(1, rank):
-            flat_at = f"({flat_at}) * {dims[d]} + {idx[d]}"
-        lines.append("    " + "    " * rank + f"i = {flat_at}")
-        lines += ["    " + "    " * rank + s for s in body]
     elif flat:
         loop = "prange" if parallel else "range"
         lines.append(f"    for i in {loop}({' * '.join(dims)}):")
@@ -811,18 +829,31 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                              f"        {idx[d]} = {value} % {dims[d]}")
         lines += ["        " + s for s in body]
     else:
+        depth = 1  # (the indentation of the next line, in levels)
         for d in range(rank):
             extent = (f"{dims[d]} - 1, -1, -1" if d in reversed_dims else dims[d])
             loop = "prange" if d == 0 and parallel else "range"  # (by_rows)
-            lines.append("    " + "    " * d + f"for {idx[d]} in {loop}({extent}):")
+            if d == rank - 2 and block > 1:  # the rows in blocks (row_block)
+                at = "    " * depth
+                lines += [at + f"for row_b in {loop}(({dims[d]} + {block - 1}) // {block}):",
+                          f"{at}    row_lo = row_b * {block}",
+                          f"{at}    row_hi = min(row_lo + {block}, {dims[d]})"]
+                lines += [at + "    " + s for s in row_pre]
+                block_at = at + "    "
+                depth += 1
+                loop, extent = "range", "row_lo, row_hi"
+            lines.append("    " * depth + f"for {idx[d]} in {loop}({extent}):")
+            depth += 1
             if d == rank - 2:  # the rows the innermost loop walks, bound once per row
-                lines += ["    " + "    " * (d + 1) + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
+                lines += ["    " * depth + f"{r}_r = {r}[{', '.join(idx[:-1])}]"
                           for r in rows]
-                lines += ["    " + "    " * (d + 1) + s for s in row_pre]
-        lines += ["    " + "    " * rank + s for s in body]
-        lines += ["    " + "    " * (rank - 1) + s for s in row_post]
+                lines += ["    " * depth + s for s in (row_bind if block > 1 else row_pre)]
+        lines += ["    " * depth + s for s in body]
+        lines += ["    " * (depth - 1) + s for s in row_post]
+        if block > 1:
+            lines += [block_at + s for s in block_post]
     lines += ["    " + s for s in post]
-    if into:
+    if into_source:
         rest = [e for j, e in enumerate(out_exprs) if j not in given]
         lines.append(f"    return ({''.join(e + ', ' for e in rest)})" if rest else "    return 0")
     else:
@@ -847,28 +878,94 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
         else:  # the entry point reads C-contiguous memory: a strided view is copied first
             call.append(f"_asc({inp.name}).view(_U16)" if bits else f"_asc({inp.name})")
             arg_types.append(("array", np.dtype(np.uint16) if bits else inp.dtype, inp.ndim))
-    call += [str(n) for n in shape]
-    arg_types += [("int",)] * rank
     n_out = len(cluster.outputs)
     wrapper_globals = {f"_T{j}": out_dtypes[j].type for j in range(n_out)}
-    wrapper_globals.update(_U16=np.uint16, _asa=np.asarray)
+    wrapper_globals.update(_U16=np.uint16, _asa=np.asarray, _empty=np.empty)
+    alloc = []  # given_outputs: the buffers the kernel writes, allocated here
+    for j in given:
+        storage = np.dtype(np.uint16) if out_dtypes[j] in LOW_FLOATS else out_dtypes[j]
+        wrapper_globals[f"_S{j}"] = storage
+        alloc.append(f"        _o{j} = _empty({shape!r}, _S{j})")
+        call.append(f"_o{j}")
+        arg_types.append(("array", storage, rank))
+    call += [str(n) for n in shape]
+    arg_types += [("int",)] * rank
+    returned = [j for j in range(len(out_exprs)) if j not in given]  # (the kernel's tuple)
     results = []
     for j in range(n_out):
+        r = f"_o{j}" if j in given else f"r[{returned.index(j)}]"
         if out_dtypes[j] in LOW_FLOATS:  # uint16 bits: viewed as the format
             wrapper_globals[f"_D{j}"] = out_dtypes[j]
-            results.append(f"_asa(r[{j}], _U16).view(_D{j})[()]" if scalar_out[j]
-                           else f"r[{j}].view(_D{j})")
+            results.append(f"_asa({r}, _U16).view(_D{j})[()]" if scalar_out[j]
+                           else f"{r}.view(_D{j})")
         else:
-            results.append(f"_T{j}(r[{j}])" if scalar_out[j] else f"r[{j}]")
+            results.append(f"_T{j}({r})" if scalar_out[j] else r)
     wrapper = "\n".join([
         f"def step({', '.join(inp.name for inp in inputs)}):",
         "    if _ready:",
+        *alloc,
         f"        r = _kernel({', '.join(call)})",
         f"        return [{', '.join(results)}]",
         f"    return _interp({', '.join(inp.name for inp in inputs)})",
     ]) + "\n"
-    return KernelPlan(source, wrapper, arg_types, wrapper_globals,
+    plan = KernelPlan(source, wrapper, arg_types, wrapper_globals,
                       [e.primitive.name for e in cluster.eqns])
+    plan.given = given
+    return plan
+
+
+#: a threaded nested loop summing along its rows (``row_wise`` in :func:`plan_cluster`) takes
+#: up to this many rows at a time, and their scratch rows together at most
+#: :data:`ROW_BLOCK_BYTES`: one accumulator per row in one loop, each row's additions in the
+#: same order (softmax's ``exp`` and row sums on 1000x1000 float32: 770 -> 540 CPU us; the
+#: sums alone were a chain of dependent float64 additions, ~0.6 ns each)
+ROW_BLOCK = 8
+ROW_BLOCK_BYTES = 1 << 17
+
+
+def row_block(cluster, shape: tuple) -> int:
+    """How many rows (lines along the last axis) a row-wise threaded loop of ``cluster``
+    over ``shape`` sums at once: :data:`ROW_BLOCK`, 4 or 2, the most whose scratch rows fit
+    :data:`ROW_BLOCK_BYTES`, and while blocks of the threaded axis (the outermost, for a
+    matrix) still number 16 or more; 1: a row at a time, or no reduction along the rows."""
+    last = len(shape) - 1
+    operands = [np.dtype(e.invars[0].aval.dtype) for e in cluster.eqns
+                if fusion_kind(e.primitive) == REDUCTION and list(e.params["axes"]) == [last]]
+    # (float16/bfloat16 values accumulate in the row's loop itself: no scratch row)
+    widest = max([d.itemsize for d in operands if d not in LOW_FLOATS] or [0])
+    if not widest:  # no row summed after the row: nothing to interleave
+        return 1
+    block = ROW_BLOCK
+    while block > 1 and (block * shape[-1] * widest > ROW_BLOCK_BYTES
+                         or (len(shape) == 2 and shape[0] < 16 * block)):
+        block //= 2
+    return block
+
+
+def _block_sums(k: int, block: int, init: str, update, idx: list, dims: list) -> list[str]:
+    """The lines, after a block of rows, accumulating reduction ``k``'s scratch rows
+    ``row_w{k}`` (``block`` of them, the rows ``row_lo`` to ``row_hi``) into ``s{k}``: a
+    full block in one loop with an accumulator per row, a last, partial one row by row.
+    Either way each row is accumulated from its first element to its last."""
+    kept = idx[:-2]  # (the row's own index: row_lo + r)
+
+    def at(r: str) -> str:
+        return f"s{k}[{', '.join(kept + [f'row_lo + {r}'])}]"
+    acc = [f"row_c{k}_{r}" for r in range(block)]
+    q = f"row_q{k}"
+    full = ([f"if row_hi - row_lo == {block}:"]
+            + [f"    {a} = {init}" for a in acc]
+            + [f"    row_w{k}_{r} = row_w{k}[{r}]" for r in range(block)]
+            + [f"    for {q} in range({dims[-1]}):"]
+            + [f"        {a} = {update(a, f'row_w{k}_{r}[{q}]')}" for r, a in enumerate(acc)]
+            + [f"    {at(str(r))} = {a}" for r, a in enumerate(acc)])
+    rest = ["else:",
+            f"    for row_t{k} in range(row_hi - row_lo):",
+            f"        row_acc{k} = {init}",
+            f"        for {q} in range({dims[-1]}):",
+            f"            row_acc{k} = {update(f'row_acc{k}', f'row_w{k}[row_t{k}, {q}]')}",
+            f"        {at(f'row_t{k}')} = row_acc{k}"]
+    return full + rest
 
 
 def _rows_independent(cluster, shape: tuple) -> bool:

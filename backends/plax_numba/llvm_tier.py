@@ -362,7 +362,8 @@ def _plan(cluster, kernel_plan, function_only: bool = False):
     loop = _loop_function(cluster, kernel_plan)
     if function_only:
         return loop
-    return _with_entry(loop, tuple(int(n) for n in cluster.shape), len(cluster.inputs))
+    return _with_entry(loop, tuple(int(n) for n in cluster.shape), len(cluster.inputs),
+                       tuple(getattr(kernel_plan, "given", ())))
 
 
 def _loop_function(cluster, kernel_plan) -> "LoopFunction":
@@ -521,13 +522,14 @@ def loop_function(cluster, kernel_plan) -> LoopFunction:
     return _plan(cluster, kernel_plan, function_only=True)
 
 
-def _with_entry(loop: LoopFunction, shape: tuple, n_in: int) -> FirstTier:
+def _with_entry(loop: LoopFunction, shape: tuple, n_in: int, given: tuple = ()
+                ) -> FirstTier:
     size = math.prod(shape)
     entry = _entry(loop.name, loop.entry_args, size if loop.out_params else None)
     first = FirstTier("\n".join(sorted(loop.intrinsics) + loop.define + [entry]) + "\n",
                       loop.name)
     if not loop.out_params:  # numba's kernel's calling convention, around the entry point
-        first.adapter = (n_in, loop.made, loop.results, shape)
+        first.adapter = (n_in, loop.made, loop.results, shape, given)
     return first
 
 
@@ -685,18 +687,25 @@ def _entry(name: str, entry_args: list, n: int | None) -> str:
     return "\n".join(lines)
 
 
-def _adapter(function, n_in: int, made: list, results: list, shape: tuple):
+def _adapter(function, n_in: int, made: list, results: list, shape: tuple,
+             given: tuple = ()):
     """``function`` (an entry point taking flat inputs, then one buffer per output, in the
     cluster's order) called as numba's kernel is: ``kernel(*inputs, *extents)`` returning
-    the outputs. The buffers are allocated here (accumulators filled with their initial
-    value), and the accumulators cast to the results' type as numba's kernel casts them."""
+    the outputs, or, for the outputs ``given`` (positions), ``kernel(*inputs, *their
+    buffers, *extents)`` returning the others (:attr:`plax_numba.codegen.KernelPlan.given`).
+    The other buffers are allocated here (accumulators filled with their initial value), and
+    the accumulators cast to the results' type as numba's kernel casts them."""
     def kernel(*args):
         ins = [a.reshape(-1) if isinstance(a, np.ndarray) else a for a in args[:n_in]]
-        buffers = [np.full(a.size, a.init, a.dtype) if a.role == "acc"
-                   else np.empty(a.size, a.dtype) for a in made]
+        passed = dict(zip(given, args[n_in:n_in + len(given)]))
+        buffers = [passed[j].reshape(-1) if j in passed
+                   else np.full(a.size, a.init, a.dtype) if a.role == "acc"
+                   else np.empty(a.size, a.dtype) for j, a in enumerate(made)]
         function(*ins, *buffers)
         out = []
-        for buffer, how in zip(buffers, results):
+        for j, (buffer, how) in enumerate(zip(buffers, results)):
+            if j in passed:
+                continue
             if how[0] == "array":
                 out.append(buffer.reshape(shape) if shape else buffer[0])
             elif how[2]:  # a reduction over some axes: an array
