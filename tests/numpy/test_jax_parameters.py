@@ -139,15 +139,26 @@ def test_out_none_accepted_and_arrays_refused():
 
 # ---------------------------------------------------------------- lax
 
-@pytest.mark.parametrize("n, batch_size", [(5, 2), (6, 3), (3, 5)])
+@pytest.mark.parametrize("n, batch_size", [(5, 2), (6, 3), (3, 5), (4, 0)])
 def test_map_batch_size_matches_a_loop(n, batch_size):
+    # (batch_size 0, as JAX reads it: one batch of every slice, a plain vmap)
     xs = {"a": np.arange(n, dtype=np.float32), "b": np.ones((n, 2), np.float32)}
     f = lambda x: x["a"] * 2.0 + jnp.sum(x["b"])  # noqa: E731
     got = lax.map(f, {k: jnp.asarray(v) for k, v in xs.items()}, batch_size=batch_size)
     want = [xs["a"][i] * 2.0 + xs["b"][i].sum() for i in range(n)]
     np.testing.assert_allclose(np.asarray(got), want)
     with pytest.raises(ValueError, match="batch_size"):
-        lax.map(f, xs, batch_size=0)
+        lax.map(f, xs, batch_size=-1)
+
+
+@pytest.mark.parametrize("batch_size", [None, 0, 2, 7])
+def test_map_leading_lengths_must_agree(batch_size):
+    # (JAX raises a ValueError naming both lengths, batched or not)
+    xs = {"a": jnp.zeros((5,)), "b": jnp.zeros((4, 2))}
+    with pytest.raises(ValueError, match="5, 4"):
+        lax.map(lambda x: x["a"], xs, batch_size=batch_size)
+    with pytest.raises(ValueError, match="no values to scan over"):
+        lax.map(lambda x: 1.0, (), batch_size=batch_size)
 
 
 def test_map_batch_size_of_no_slices_is_empty():
@@ -314,6 +325,10 @@ def test_same_values_as_jax():
     np.testing.assert_allclose(  # (sin's last digit is the math library's)
         np.asarray(lax.map(jnp.sin, jnp.asarray(x[[0, 2, 4]]), batch_size=2)),
         np.asarray(jax.lax.map(jjnp.sin, x[[0, 2, 4]], batch_size=2)), rtol=1e-6)
+    for batch_size in (0, 4):   # one vmapped batch, in both
+        np.testing.assert_array_equal(
+            np.asarray(lax.map(lambda v: v * 2.0, jnp.asarray(x), batch_size=batch_size)),
+            np.asarray(jax.lax.map(lambda v: v * 2.0, x, batch_size=batch_size)))
 
 
 def test_debug_print_format_check_and_partitioned(capsys):
