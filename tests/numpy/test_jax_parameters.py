@@ -331,6 +331,18 @@ def test_same_values_as_jax():
             np.asarray(jax.lax.map(lambda v: v * 2.0, x, batch_size=batch_size)))
 
 
+def test_debug_print_unformatted_templates_as_jax(capsys):
+    jax = pytest.importorskip("jax")
+    calls = [("{{}} {}", (0,), {}), ("a}}b {}", (np.arange(2),), {}), ("{{x}}", (), {}),
+             ("loss", (1.5,), {"skip_format_check": True}), ("x: {}", (2,), {})]
+    for mod in (jax, plax):
+        for fmt, args, kw in calls:
+            mod.debug.print(fmt, *args, **kw)
+        mod.jit(lambda v: mod.debug.print("{{}} {}", v))(np.arange(2))
+    out = capsys.readouterr().out.splitlines()
+    assert out[:len(out) // 2] == out[len(out) // 2:]
+
+
 def test_debug_print_format_check_and_partitioned(capsys):
     with pytest.raises(ValueError, match="Unused keyword arguments"):
         plax.debug.print("x = {x}", x=1, y=2)
@@ -341,8 +353,16 @@ def test_debug_print_format_check_and_partitioned(capsys):
     plax.debug.print("x = {x}", x=1, y=2, skip_format_check=True)   # the check skipped
     plax.debug.print("x = {x}", x=3, partitioned=True)   # outside a sharded program: once
     assert capsys.readouterr().out == "x = 1\nx = 3\n"
-    plax.debug.print("{{}} {}", 0)   # checked (and passing) as JAX checks it
-    assert capsys.readouterr().out == "{} 0\n"
+    # checked (and passing) as JAX checks it; its first piece is the literal "{", not a
+    # field, so, as JAX prints it, the template as written and then the argument
+    plax.debug.print("{{}} {}", 0)
+    assert capsys.readouterr().out == "{{}} {} 0\n"
+    plax.debug.print("loss", 1.5, skip_format_check=True)   # (JAX: not dropped)
+    plax.debug.print("", 2, skip_format_check=True)
+    plax.debug.print("x: {}", 3)   # the first piece leads up to a field: formatted
+    assert capsys.readouterr().out == "loss 1.5\n 2\nx: 3\n"
+    with pytest.raises(ValueError, match="no keyword arguments"):  # (JAX: fails when run)
+        plax.debug.print("{{}} {x}", x=1)
     jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
     assert "partitioned=True" in str(jaxpr)
 
