@@ -137,6 +137,71 @@ def test_out_none_accepted_and_arrays_refused():
             call()
 
 
+def _out_calls(np_, x, b, i, m):
+    """Every function of jnp taking ``out=`` with small arguments (``np_`` the namespace: plax's
+    jnp or JAX's), and the name its refusal names (JAX names the reduction a nan-variant
+    or alias runs)."""
+    calls = {n: (getattr(np_, n), (x, x), n)
+             for n in ("add logaddexp logaddexp2 maximum minimum multiply subtract "
+                       "outer").split()}
+    calls.update({n: (getattr(np_, n), (b, b), n) for n in
+                  "bitwise_and bitwise_or bitwise_xor logical_and logical_or logical_xor".split()})
+    alias = {"amax": "max", "amin": "min", "nanmax": "max", "nanmin": "min", "nansum": "sum",
+             "nanprod": "prod", "around": "round"}
+    calls.update({n: (getattr(np_, n), (x,), alias.get(n, n)) for n in
+                  ("all amax amin any argmax argmin around cumprod cumsum isneginf isposinf max "
+                   "mean min modf nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmin "
+                   "nanprod nanstd nansum nanvar negative prod ptp round std sum var").split()})
+    calls.update(choose=(np_.choose, (i, [x, x]), "choose"),
+                 compress=(np_.compress, (b, x), "compress"),
+                 einsum=(np_.einsum, ("i->", x), "einsum"), stack=(np_.stack, ([x, x],), "stack"),
+                 take=(np_.take, (x, i), "take"), trace=(np_.trace, (m,), "trace"),
+                 method_trace=(lambda v, out: v.trace(out=out), (m,), "trace"),
+                 method_std=(lambda v, out: v.std(out=out), (x,), "std"),
+                 method_ptp=(lambda v, out: v.ptp(out=out), (x,), "ptp"))
+    return calls
+
+
+def _refusal(call, args, out):
+    try:
+        call(*args, out=out)
+    except Exception as e:  # noqa: BLE001 (the type is what is compared)
+        return type(e), str(e)
+    return None, ""
+
+
+def test_every_out_refusal_is_jaxs():
+    # NotImplementedError naming the function (a ufunc object's call names the ufunc), for
+    # every jnp function that takes out=; the quantile family's is ValueError (as JAX's)
+    x, b = jnp.array([1.0, 2.0, 3.0]), jnp.array([True, False, True])
+    i, m = jnp.array([0, 1, 0]), jnp.ones((2, 2))
+    out = np.zeros(3, np.float32)
+    for name, (call, args, named) in _out_calls(jnp, x, b, i, m).items():
+        kind, message = _refusal(call, args, out)
+        assert kind is NotImplementedError, (name, kind, message)
+        assert f"jnp.{named} " in message or f"'{named}'>" in message, (name, message)
+    for name in ("median", "nanmedian", "quantile", "percentile"):
+        args = (x,) if "median" in name else (x, 0.5)
+        assert _refusal(getattr(jnp, name), args, out)[0] is ValueError
+    f = jnp.frompyfunc(lambda u, v: u + v, 2, 1, identity=0)
+    for call in (lambda: f(x, x, out=out), lambda: f.accumulate(x, out=out),
+                 lambda: f.reduce(x, out=out)):
+        with pytest.raises(NotImplementedError, match="out argument of"):
+            call()
+    assert float(jnp.outer(x, x, out=None)[1, 2]) == 6.0
+
+
+def test_out_refusal_types_as_jax():
+    jax = pytest.importorskip("jax")
+    args = (np.array([1.0, 2.0, 3.0], np.float32), np.array([True, False, True]),
+            np.array([0, 1, 0], np.int32), np.ones((2, 2), np.float32))
+    ours = _out_calls(jnp, *(jnp.asarray(a) for a in args))
+    theirs = _out_calls(jax.numpy, *(jax.numpy.asarray(a) for a in args))
+    out = np.zeros(3, np.float32)
+    for name in ours:
+        assert _refusal(*ours[name][:2], out)[0] is _refusal(*theirs[name][:2], out)[0], name
+
+
 # ---------------------------------------------------------------- lax
 
 @pytest.mark.parametrize("n, batch_size", [(5, 2), (6, 3), (3, 5), (4, 0)])
