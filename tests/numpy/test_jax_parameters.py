@@ -435,6 +435,10 @@ def test_debug_print_format_check_and_partitioned(capsys):
 def test_canonicalize_dtype_allow_extended_dtype():
     key_dtype = random.key(0).dtype
     assert plax.dtypes.canonicalize_dtype(key_dtype, allow_extended_dtype=True) == key_dtype
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="allow_extended_dtype=False"):   # JAX's type
         plax.dtypes.canonicalize_dtype(key_dtype)
+    with pytest.raises(TypeError):
+        plax.dtypes.canonicalize_dtype("not a dtype")
+    with pytest.raises(ValueError, match="Cannot convert_element_type from float32 to key"):
+        lax.convert_element_type(jnp.ones(2), key_dtype)   # (JAX's ValueError too)
     assert plax.dtypes.canonicalize_dtype(np.float64, True) == jnp.zeros(1, float).dtype
