@@ -242,8 +242,8 @@ def _arg(name, fn, a, axis, out, keepdims):
     check_arraylike(name, a)
     a = asarray_weak(a)
     aval = get_aval(a)
-    if dtypes.is_complex(aval.dtype):
-        fn = _complex_arg(fn)
+    # (complex operands reach lax's argmax/argmin, which refuses them with a TypeError, as
+    # JAX 0.10's comparison in them does)
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         if aval.size == 0:
@@ -257,21 +257,6 @@ def _arg(name, fn, a, axis, out, keepdims):
                          f"{aval.shape})")
     res = fn(a, ax, dtypes.default_int_dtype())
     return lax.expand_dims(res, (ax,)) if keepdims else res
-
-
-def _complex_arg(lax_arg):
-    """argmax/argmin of complex numbers in lexicographic order (real part, then imaginary
-    part), as JAX and NumPy order them."""
-    def arg(x, axis, index_dtype):
-        from plax.numpy.ufuncs import where
-        re, im = lax.real(x), lax.imag(x)
-        best_re = (lax.reduce_max if lax_arg is lax.argmax else lax.reduce_min)(re, (axis,))
-        from plax.numpy.ufuncs import equal
-        ties = equal(re, lax.expand_dims(best_re, (axis,)))
-        worst = -np.inf if lax_arg is lax.argmax else np.inf
-        return lax_arg(where(ties, im, lax.full((), worst, get_aval(im).dtype)), axis,
-                       index_dtype)
-    return arg
 
 
 def argmax(a, axis=None, out=None, keepdims: bool = False):
