@@ -47,8 +47,10 @@ def maximum(x, y, xp: Any = np):
       ``x`` where it wins the lexicographic comparison strictly, else ``y``.
 
     Example:
-      >>> maximum(np.complex64([1 + 1j, 0j]), np.complex64([1 + np.nan * 1j, -0.0 + 0j]))
-      array([ 1.+nan*j, -0.+0.j], dtype=complex64)
+      >>> x = np.complex64([1 + 1j, 0j])
+      >>> y = np.complex64([complex(1, np.nan), complex(-0.0, 0)])   # a NaN, a tie
+      >>> maximum(x, y)
+      array([ 1.+nanj, -0. +0.j], dtype=complex64)
     """
     x, y = xp.asarray(x), xp.asarray(y)
     return xp.where(first_wins(x, y, True, xp), x, y)
@@ -91,7 +93,8 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
       The reduced array, of ``rows``' dtype and shape without the last axis.
 
     Example:
-      >>> reduce_extreme(np.complex64([[1 + 1j, np.nan + 0j, 2j], [0j, -0.0 + 0j, 1j]]), False)
+      >>> rows = np.complex64([[1j, complex(np.nan, 0), 2j], [0j, complex(-0.0, 0), 1j]])
+      >>> reduce_extreme(rows, False)   # after a NaN; the last of tied zeros
       array([ 0.+2.j, -0.+0.j], dtype=complex64)
     """
     rows = xp.asarray(rows)
