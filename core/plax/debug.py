@@ -53,8 +53,10 @@ def callback(callback: Callable[..., Any] | None = None, *args: Any, ordered: bo
         device.
 
     Example:
-      >>> _ = plax.jit(lambda x: plax.debug.callback(lambda v: print(v * 2), x) or x)(1.0)
-      2.0
+      >>> seen = []
+      >>> _ = plax.jit(lambda x: plax.debug.callback(seen.append, x * 2) or x)(1.0)
+      >>> seen
+      [Array(2., dtype=float32)]
     """
     if callback is None:
         if args or kwargs:

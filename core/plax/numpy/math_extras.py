@@ -169,7 +169,7 @@ def gcd(x1, x2):
 
     Example:
       >>> jnp.gcd(jnp.array([12, -8, 0]), 18)
-      Array([6, 2, 18], dtype=int32)
+      Array([ 6,  2, 18], dtype=int32)
     """
     x1, x2 = _int_args("gcd", x1, x2)
     a = get_aval(x1)
@@ -182,7 +182,7 @@ def lcm(x1, x2):
 
     Example:
       >>> jnp.lcm(jnp.array([4, -6, 0]), 6)
-      Array([12, 6, 0], dtype=int32)
+      Array([12,  6,  0], dtype=int32)
     """
     x1, x2 = _int_args("lcm", x1, x2)
     d = _gcd(x1, x2)
