@@ -157,6 +157,28 @@ def test_static_updates_by_scatter_and_host_results_keep_their_values():
     assert values.committed and where.committed
 
 
+def test_unique_along_an_axis_typed_as_jax():
+    """``jnp.unique(x, axis=k)`` under an Explicit mesh, as JAX 0.10.2 types it: ``sort``'s
+    ShardingTypeError when axis ``k`` of ``x`` is split, else the values (whole slices of
+    ``x``) keep ``x``'s sharding, the index, inverse and counts are unsharded."""
+    import numpy as np
+    from plax.sharding import AxisType
+    from plax.sharding_types import ShardingTypeError
+    mesh = plax.make_mesh((1,), ("x",), axis_types=(AxisType.Explicit,))
+    h = np.array([[1.0, 2.0, 1.0], [4.0, 5.0, 4.0]], np.float32)
+    with plax.set_mesh(mesh):
+        rows = plax.device_put(jnp.asarray(h), plax.P("x"))
+        for axis in (0, None):
+            with pytest.raises(ShardingTypeError, match="sorting dimension=0"):
+                jnp.unique(rows, axis=axis)
+        got = jnp.unique(rows, axis=1, return_index=True, return_inverse=True,
+                         return_counts=True)
+    assert [r.sharding.spec for r in got] == [plax.P("x", None)] + [plax.P(None)] * 3
+    want = np.unique(h, axis=1, return_index=True, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
 def test_value_over_auto_axes_of_size_one_is_taken_as_replicated():
     """Only a spec over Explicit axes of size 1 keeps its placement through eager operations
     (``sin(P('x'))`` gives ``P('x', None)``): over Auto axes the value's type names none, and

@@ -7,7 +7,7 @@ import numpy as np
 
 from plax import dtypes, lax
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
-from plax.lowering import signed_zeros
+from plax.lowering import complex_extremes, signed_zeros
 from plax_numpy.registry import impl
 
 
@@ -141,6 +141,9 @@ def _extreme_at(which: str):
     ufunc = np.maximum if which == "max" else np.minimum
 
     def combine(out, idx, u):
+        if out.dtype.kind == "c":
+            _complex_extreme_at(out, idx, u, which == "max")
+            return
         if not dtypes.is_float(out.dtype):
             ufunc.at(out, idx, u)
             return
@@ -157,6 +160,17 @@ def _extreme_at(which: str):
         np.logical_or.at(found, idx, signed_zeros.preferred_zeros(u, which))
         out[...] = signed_zeros.signed(out, touched & (out == 0), found, which)
     return combine
+
+
+def _complex_extreme_at(out, idx, u, is_max: bool) -> None:
+    """XLA's scatter max/min of complex values: each update in turn is combined into what
+    its window holds by JAX's lexicographic max/min (plax.lowering.complex_extremes), whose
+    ties and NaNs make the order matter; one window at a time (a window's own positions
+    are distinct)."""
+    for k in range(u.shape[0]):
+        at = tuple(i[k] for i in idx)
+        held = out[at]
+        out[at] = np.where(complex_extremes.first_wins(held, u[k], is_max), held, u[k])
 
 
 impl(lax.scatter_min_p, fresh=True)(_scatter(_extreme_at("min")))

@@ -12,7 +12,7 @@ import numpy as np
 from plax import lax
 from plax.dtypes import bfloat16
 from plax.lax.cumulative import blocked_scan
-from plax.lowering import signed_zeros
+from plax.lowering import complex_extremes, signed_zeros
 from plax_numpy.registry import impl as _impl
 
 
@@ -60,7 +60,7 @@ def _extreme(fn, identity):
     def reduce(x, *, axes):
         x = np.asarray(x)
         if x.dtype.kind == "c":
-            # lexicographic (real, imag) order, as XLA compares complex numbers
+            # XLA's fold of its lexicographic (real, imag) max/min
             return _complex_extreme(x, axes, fn is np.max)
         y = _upcast(x)
         out = np.asarray(fn(y, axis=axes, initial=identity(x.dtype))).astype(x.dtype)
@@ -73,11 +73,7 @@ def _complex_extreme(x, axes, is_max):
     kept = [i for i in range(x.ndim) if i not in axes]
     kept_shape = [x.shape[i] for i in kept]
     moved = np.transpose(x, kept + list(axes)).reshape(kept_shape + [math.prod(x.shape[i] for i in axes)])
-    if moved.shape[-1] == 0:  # the identity: -inf (max) or inf (min), with a zero imaginary part
-        return np.full(kept_shape, -np.inf if is_max else np.inf, x.dtype)
-    order = np.lexsort((moved.imag, moved.real), axis=-1)
-    pick = order[..., -1:] if is_max else order[..., :1]
-    return np.take_along_axis(moved, pick, axis=-1)[..., 0]
+    return complex_extremes.reduce_extreme(moved, is_max)
 
 
 impl(lax.reduce_max_p)(_extreme(np.max, _lowest))
@@ -148,11 +144,38 @@ def _signed_zero_scan(which, accumulate):
         out = np.asarray(accumulate(y, axis=a))
         return signed_zeros.fix_reduced_zeros(out, y, which,
                                               lambda found: np.logical_or.accumulate(found, a))
-    return scan
+    real = _cumulative(scan)
+
+    def fn(x, *, axis, reverse):
+        if np.asarray(x).dtype.kind == "c":
+            return _complex_scan(np.asarray(x), axis, reverse, which == "max")
+        return real(x, axis=axis, reverse=reverse)
+    return fn
 
 
-impl(lax.cummax_p)(_cumulative(_signed_zero_scan("max", np.maximum.accumulate)))
-impl(lax.cummin_p)(_cumulative(_signed_zero_scan("min", np.minimum.accumulate)))
+def _complex_scan(x, axis: int, reverse: bool, is_max: bool):
+    """cummax/cummin of complex values as XLA computes them, a window reduction: each
+    prefix (``reverse``: each suffix) folded in its own order by JAX's lexicographic
+    max/min from the identity (plax.lowering.complex_extremes). Forward, the fold carries
+    from one prefix to the next; a suffix's fold starts anew (its first element comes
+    first), so ``reverse`` folds each suffix whole: quadratic, for a rare case."""
+    moved = np.moveaxis(x, axis, -1)
+    out = np.empty_like(moved)
+    n = moved.shape[-1]
+    if reverse:
+        for k in range(n):
+            out[..., k] = complex_extremes.reduce_extreme(moved[..., k:], is_max)
+        return np.moveaxis(out, -1, axis)
+    acc = np.full(moved.shape[:-1], complex(-np.inf if is_max else np.inf, 0.0), x.dtype)
+    for k in range(n):
+        step = moved[..., k]
+        acc = np.where(complex_extremes.first_wins(acc, step, is_max), acc, step)
+        out[..., k] = acc
+    return np.moveaxis(out, -1, axis)
+
+
+impl(lax.cummax_p)(_signed_zero_scan("max", np.maximum.accumulate))
+impl(lax.cummin_p)(_signed_zero_scan("min", np.minimum.accumulate))
 
 
 def _sort_key(k):

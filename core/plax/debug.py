@@ -53,8 +53,10 @@ def callback(callback: Callable[..., Any] | None = None, *args: Any, ordered: bo
         device.
 
     Example:
-      >>> _ = plax.jit(lambda x: plax.debug.callback(lambda v: print(v * 2), x) or x)(1.0)
-      2.0
+      >>> seen = []
+      >>> _ = plax.jit(lambda x: plax.debug.callback(seen.append, x * 2) or x)(1.0)
+      >>> seen
+      [Array(2., dtype=float32)]
     """
     if callback is None:
         if args or kwargs:
@@ -100,13 +102,46 @@ def _check_format(fmt: str, args: tuple, kwargs: dict) -> None:
     _FormatChecker().format(fmt, *args, **kwargs)
 
 
+def _has_placeholders(fmt: str) -> bool:
+    """Whether a debug print formats its template, as JAX 0.10 decides it: by the template's
+    first piece only. ``"{x} and {y}"`` and ``"x: {}"`` start with (or lead up to) a field;
+    ``"loss"``, ``""`` and ``"{{}} {}"`` (its first piece is the literal ``"{"``) do not, and
+    such a template is printed as it is, followed by the arguments."""
+    first = next(iter(string.Formatter().parse(fmt)), None) if fmt else None
+    return first is not None and first[1] is not None
+
+
+def _formatter(fmt: str, options: dict) -> Callable[..., str]:
+    """The run-time message of a debug print or log: ``fmt.format(*args, **kwargs)`` under
+    NumPy's print options of trace time when the template has placeholders (see
+    :func:`_has_placeholders`), else, as JAX prints it, the template and the ``str`` of each
+    positional argument joined by spaces."""
+    if _has_placeholders(fmt):
+        def message(*a, **k):
+            with np.printoptions(**options):
+                return fmt.format(*a, **k)
+        return message
+
+    def unformatted(*a, **k):
+        if k:  # JAX stages such a call too and fails when it runs (its callback asserts)
+            raise ValueError(f"`jax.debug.print` of the template {fmt!r}, whose first piece "
+                             "is not a replacement field, prints its positional arguments "
+                             f"after it and takes no keyword arguments; got {sorted(k)}")
+        return " ".join((fmt, *(str(v) for v in a)))
+    return unformatted
+
+
 def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
           skip_format_check: bool = False, **kwargs: Any) -> None:
     """Prints ``fmt.format(*args, **kwargs)`` with the run-time values of the arrays.
 
     Arrays print as JAX prints them (``str`` of an Array is NumPy's, so ``{}`` of a vector
     gives ``[0. 1. 2.]`` and a format spec such as ``{:.2f}`` applies to scalars), with
-    NumPy's print options as they were when the function was traced.
+    NumPy's print options as they were when the function was traced. As in JAX, a template
+    whose first piece is not a replacement field (``"loss"``, ``"{{}} {}"``) is not
+    formatted: it prints as written, followed by the positional arguments, space-separated
+    (so only ``skip_format_check=True`` lets such a call have arguments, unless the template
+    has fields later).
 
     Args:
       fmt: a ``str.format`` template.
@@ -127,10 +162,10 @@ def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False
     if not skip_format_check:
         _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
+    message = _formatter(fmt, options)
 
     def _print(*a, **k):
-        with np.printoptions(**options):
-            builtins.print(fmt.format(*a, **k))
+        builtins.print(message(*a, **k))
 
     _print.__name__ = "debug_print"
     _print.printed_as = _debug_print_equation(fmt, options)
@@ -142,11 +177,7 @@ def _debug_print_equation(fmt: str, options: dict, record: Any = None) -> Callab
     staged into a jaxpr prints: JAX 0.10's ``debug_print`` equation with its parameters (the
     format, whether it has a replacement field first, the tree of ``(args, kwargs)``, the
     log record, the static leaves by position, and NumPy's print options)."""
-    import string
-    # JAX looks at the first piece of the template only: "{x} and {y}" has placeholders,
-    # "{{literal}} {y}" (its first piece is the literal "{") does not
-    first = next(iter(string.Formatter().parse(fmt)), None) if fmt else None
-    has_placeholders = first is not None and first[1] is not None
+    has_placeholders = _has_placeholders(fmt)
 
     def printed_as(cb: Any, params: dict) -> tuple[str, dict]:
         static_args = tuple((i, s[0]) for i, s in enumerate(cb.static) if s is not None)
@@ -189,6 +220,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
     if not skip_format_check:
         _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
+    message = _formatter(fmt, options)
     import copy
     caller = sys._getframe(1)
     logger = logging.getLogger(LOG_LOGGER)
@@ -201,10 +233,8 @@ def log(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
     def _log(*a, **k):
         if not logger.isEnabledFor(logging.INFO):
             return
-        with np.printoptions(**options):
-            message = fmt.format(*a, **k)
         filled = copy.copy(record)
-        filled.msg = message
+        filled.msg = message(*a, **k)
         logger.handle(filled)
 
     _log.__name__ = "debug_log"

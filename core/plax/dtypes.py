@@ -95,8 +95,12 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
     Args:
       dtype: anything ``np.dtype`` accepts, a plax scalar type, or a Python type.
       allow_extended_dtype: whether a typed PRNG key dtype (``key<fry>``, JAX's extended
-        dtypes) is returned as it is; otherwise it is refused (a TypeError, where JAX
-        raises ValueError).
+        dtypes) is returned as it is; otherwise it is refused with a ValueError, as JAX
+        refuses it.
+
+    Raises:
+      ValueError: ``dtype`` is a key dtype and ``allow_extended_dtype`` is False.
+      TypeError: ``dtype`` is not a dtype.
 
     Returns:
       A ``numpy.dtype``; 64-bit types become 32-bit ones when x64 is disabled.
@@ -113,11 +117,14 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
     try:
         np_dtype = to_numpy_dtype(dtype)
     except TypeError:  # (only then is it worth asking whether it is a key dtype)
+        from plax.random.keys import KeyDType
+        if not isinstance(dtype, KeyDType):
+            raise
         if allow_extended_dtype:
-            from plax.random.keys import KeyDType
-            if isinstance(dtype, KeyDType):
-                return dtype
-        raise  # (the TypeError every dtype check of plax gives a key dtype; JAX's ValueError)
+            return dtype
+        # (JAX's exception here; plax's other dtype checks give a key dtype a TypeError)
+        raise ValueError(f"canonicalize_dtype got the extended dtype {dtype} with "
+                         "allow_extended_dtype=False") from None
     return _canonicalize(np_dtype, x64)
 
 

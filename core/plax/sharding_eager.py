@@ -540,7 +540,8 @@ def computed_as_one(fn: Callable, operands: Sequence) -> Any:
     return place_replicated(out, mesh, rank_spec=False)
 
 
-def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
+def placed_host_results(outs: Sequence, operands: Sequence, name: str,
+                        keeps_type: Sequence[bool] = ()) -> list:
     """``outs``, results of the ``jax.numpy`` function ``name`` that plax computes on the
     host from its concrete ``operands`` (``jnp.unique``, ``jnp.nonzero`` without a traced
     size) where JAX computes them with its primitives, placed as JAX's eager results are
@@ -550,6 +551,10 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
     (``P()`` over Auto axes; the rules that give them, ``sort``'s compaction by a gather,
     type them there). As they are when no mesh places results or a function is traced.
     Call it only when :data:`plax.sharding.mesh_maybe_set` is true.
+
+    ``keeps_type[i]`` true: output ``i`` is, in JAX, a gather of whole slices of the first
+    operand along an axis it is not split on (``unique(x, axis=k)``'s values), so where that
+    operand's type is sharded over the mesh it keeps the sharding (its spec over every axis).
 
     Example:
       >>> with plax.set_mesh(plax.make_mesh((1,), ("x",))):
@@ -564,7 +569,19 @@ def placed_host_results(outs: Sequence, operands: Sequence, name: str) -> list:
         device = next(d for d in map(one_device_of, operands) if d is not None)
         import plax  # (moved there: the host's results lie on the default device)
         return [plax.device_put(o, device) for o in outs]
-    return [place_replicated(o, mesh, _rank_spec(mesh)) for o in outs]
+    typed = None
+    if any(keeps_type):
+        from plax.sharding_types import explicit_type
+        typed = explicit_type(operands[0])
+    placed = []
+    for i, o in enumerate(outs):
+        if typed is not None and i < len(keeps_type) and keeps_type[i]:
+            import plax
+            spec = tuple(typed.spec) + (None,) * (o.ndim - len(typed.spec))
+            placed.append(plax.device_put(o, NamedSharding(mesh, PartitionSpec(*spec))))
+        else:
+            placed.append(place_replicated(o, mesh, _rank_spec(mesh)))
+    return placed
 
 
 #: ``jax.numpy`` functions computed on the host (:func:`placed_host_results`) whose JAX

@@ -137,17 +137,93 @@ def test_out_none_accepted_and_arrays_refused():
             call()
 
 
+def _out_calls(np_, x, b, i, m):
+    """Every function of jnp taking ``out=`` with small arguments (``np_`` the namespace: plax's
+    jnp or JAX's), and the name its refusal names (JAX names the reduction a nan-variant
+    or alias runs)."""
+    calls = {n: (getattr(np_, n), (x, x), n)
+             for n in ("add logaddexp logaddexp2 maximum minimum multiply subtract "
+                       "outer").split()}
+    calls.update({n: (getattr(np_, n), (b, b), n) for n in
+                  "bitwise_and bitwise_or bitwise_xor logical_and logical_or logical_xor".split()})
+    alias = {"amax": "max", "amin": "min", "nanmax": "max", "nanmin": "min", "nansum": "sum",
+             "nanprod": "prod", "around": "round"}
+    calls.update({n: (getattr(np_, n), (x,), alias.get(n, n)) for n in
+                  ("all amax amin any argmax argmin around cumprod cumsum isneginf isposinf max "
+                   "mean min modf nanargmax nanargmin nancumprod nancumsum nanmax nanmean nanmin "
+                   "nanprod nanstd nansum nanvar negative prod ptp round std sum var").split()})
+    calls.update(choose=(np_.choose, (i, [x, x]), "choose"),
+                 compress=(np_.compress, (b, x), "compress"),
+                 einsum=(np_.einsum, ("i->", x), "einsum"), stack=(np_.stack, ([x, x],), "stack"),
+                 take=(np_.take, (x, i), "take"), trace=(np_.trace, (m,), "trace"),
+                 method_trace=(lambda v, out: v.trace(out=out), (m,), "trace"),
+                 method_std=(lambda v, out: v.std(out=out), (x,), "std"),
+                 method_ptp=(lambda v, out: v.ptp(out=out), (x,), "ptp"))
+    return calls
+
+
+def _refusal(call, args, out):
+    try:
+        call(*args, out=out)
+    except Exception as e:  # noqa: BLE001 (the type is what is compared)
+        return type(e), str(e)
+    return None, ""
+
+
+def test_every_out_refusal_is_jaxs():
+    # NotImplementedError naming the function (a ufunc object's call names the ufunc), for
+    # every jnp function that takes out=; the quantile family's is ValueError (as JAX's)
+    x, b = jnp.array([1.0, 2.0, 3.0]), jnp.array([True, False, True])
+    i, m = jnp.array([0, 1, 0]), jnp.ones((2, 2))
+    out = np.zeros(3, np.float32)
+    for name, (call, args, named) in _out_calls(jnp, x, b, i, m).items():
+        kind, message = _refusal(call, args, out)
+        assert kind is NotImplementedError, (name, kind, message)
+        assert f"jnp.{named} " in message or f"'{named}'>" in message, (name, message)
+    for name in ("median", "nanmedian", "quantile", "percentile"):
+        args = (x,) if "median" in name else (x, 0.5)
+        assert _refusal(getattr(jnp, name), args, out)[0] is ValueError
+    f = jnp.frompyfunc(lambda u, v: u + v, 2, 1, identity=0)
+    for call in (lambda: f(x, x, out=out), lambda: f.accumulate(x, out=out),
+                 lambda: f.reduce(x, out=out)):
+        with pytest.raises(NotImplementedError, match="out argument of"):
+            call()
+    assert float(jnp.outer(x, x, out=None)[1, 2]) == 6.0
+
+
+def test_out_refusal_types_as_jax():
+    jax = pytest.importorskip("jax")
+    args = (np.array([1.0, 2.0, 3.0], np.float32), np.array([True, False, True]),
+            np.array([0, 1, 0], np.int32), np.ones((2, 2), np.float32))
+    ours = _out_calls(jnp, *(jnp.asarray(a) for a in args))
+    theirs = _out_calls(jax.numpy, *(jax.numpy.asarray(a) for a in args))
+    out = np.zeros(3, np.float32)
+    for name in ours:
+        assert _refusal(*ours[name][:2], out)[0] is _refusal(*theirs[name][:2], out)[0], name
+
+
 # ---------------------------------------------------------------- lax
 
-@pytest.mark.parametrize("n, batch_size", [(5, 2), (6, 3), (3, 5)])
+@pytest.mark.parametrize("n, batch_size", [(5, 2), (6, 3), (3, 5), (4, 0)])
 def test_map_batch_size_matches_a_loop(n, batch_size):
+    # (batch_size 0, as JAX reads it: one batch of every slice, a plain vmap)
     xs = {"a": np.arange(n, dtype=np.float32), "b": np.ones((n, 2), np.float32)}
     f = lambda x: x["a"] * 2.0 + jnp.sum(x["b"])  # noqa: E731
     got = lax.map(f, {k: jnp.asarray(v) for k, v in xs.items()}, batch_size=batch_size)
     want = [xs["a"][i] * 2.0 + xs["b"][i].sum() for i in range(n)]
     np.testing.assert_allclose(np.asarray(got), want)
     with pytest.raises(ValueError, match="batch_size"):
-        lax.map(f, xs, batch_size=0)
+        lax.map(f, xs, batch_size=-1)
+
+
+@pytest.mark.parametrize("batch_size", [None, 0, 2, 7])
+def test_map_leading_lengths_must_agree(batch_size):
+    # (JAX raises a ValueError naming both lengths, batched or not)
+    xs = {"a": jnp.zeros((5,)), "b": jnp.zeros((4, 2))}
+    with pytest.raises(ValueError, match="5, 4"):
+        lax.map(lambda x: x["a"], xs, batch_size=batch_size)
+    with pytest.raises(ValueError, match="no values to scan over"):
+        lax.map(lambda x: 1.0, (), batch_size=batch_size)
 
 
 def test_map_batch_size_of_no_slices_is_empty():
@@ -314,6 +390,22 @@ def test_same_values_as_jax():
     np.testing.assert_allclose(  # (sin's last digit is the math library's)
         np.asarray(lax.map(jnp.sin, jnp.asarray(x[[0, 2, 4]]), batch_size=2)),
         np.asarray(jax.lax.map(jjnp.sin, x[[0, 2, 4]], batch_size=2)), rtol=1e-6)
+    for batch_size in (0, 4):   # one vmapped batch, in both
+        np.testing.assert_array_equal(
+            np.asarray(lax.map(lambda v: v * 2.0, jnp.asarray(x), batch_size=batch_size)),
+            np.asarray(jax.lax.map(lambda v: v * 2.0, x, batch_size=batch_size)))
+
+
+def test_debug_print_unformatted_templates_as_jax(capsys):
+    jax = pytest.importorskip("jax")
+    calls = [("{{}} {}", (0,), {}), ("a}}b {}", (np.arange(2),), {}), ("{{x}}", (), {}),
+             ("loss", (1.5,), {"skip_format_check": True}), ("x: {}", (2,), {})]
+    for mod in (jax, plax):
+        for fmt, args, kw in calls:
+            mod.debug.print(fmt, *args, **kw)
+        mod.jit(lambda v: mod.debug.print("{{}} {}", v))(np.arange(2))
+    out = capsys.readouterr().out.splitlines()
+    assert out[:len(out) // 2] == out[len(out) // 2:]
 
 
 def test_debug_print_format_check_and_partitioned(capsys):
@@ -326,8 +418,16 @@ def test_debug_print_format_check_and_partitioned(capsys):
     plax.debug.print("x = {x}", x=1, y=2, skip_format_check=True)   # the check skipped
     plax.debug.print("x = {x}", x=3, partitioned=True)   # outside a sharded program: once
     assert capsys.readouterr().out == "x = 1\nx = 3\n"
-    plax.debug.print("{{}} {}", 0)   # checked (and passing) as JAX checks it
-    assert capsys.readouterr().out == "{} 0\n"
+    # checked (and passing) as JAX checks it; its first piece is the literal "{", not a
+    # field, so, as JAX prints it, the template as written and then the argument
+    plax.debug.print("{{}} {}", 0)
+    assert capsys.readouterr().out == "{{}} {} 0\n"
+    plax.debug.print("loss", 1.5, skip_format_check=True)   # (JAX: not dropped)
+    plax.debug.print("", 2, skip_format_check=True)
+    plax.debug.print("x: {}", 3)   # the first piece leads up to a field: formatted
+    assert capsys.readouterr().out == "loss 1.5\n 2\nx: 3\n"
+    with pytest.raises(ValueError, match="no keyword arguments"):  # (JAX: fails when run)
+        plax.debug.print("{{}} {x}", x=1)
     jaxpr = plax.make_jaxpr(lambda v: plax.debug.print("v {v}", v=v, partitioned=True))(1.0)
     assert "partitioned=True" in str(jaxpr)
 
@@ -335,6 +435,10 @@ def test_debug_print_format_check_and_partitioned(capsys):
 def test_canonicalize_dtype_allow_extended_dtype():
     key_dtype = random.key(0).dtype
     assert plax.dtypes.canonicalize_dtype(key_dtype, allow_extended_dtype=True) == key_dtype
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="allow_extended_dtype=False"):   # JAX's type
         plax.dtypes.canonicalize_dtype(key_dtype)
+    with pytest.raises(TypeError):
+        plax.dtypes.canonicalize_dtype("not a dtype")
+    with pytest.raises(ValueError, match="Cannot convert_element_type from float32 to key"):
+        lax.convert_element_type(jnp.ones(2), key_dtype)   # (JAX's ValueError too)
     assert plax.dtypes.canonicalize_dtype(np.float64, True) == jnp.zeros(1, float).dtype

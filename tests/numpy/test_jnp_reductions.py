@@ -158,8 +158,8 @@ def test_var_complex_is_real():
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "float16", "bfloat16",
-                                   "float32", "complex64"])
-@pytest.mark.parametrize("name", ["argmax", "argmin"])
+                                   "float32"])   # (complex: refused, as JAX 0.10.2 refuses it;
+@pytest.mark.parametrize("name", ["argmax", "argmin"])  # tests/lax/test_complex_extremes.py)
 def test_argmax_argmin(name, dtype):
     rng = np.random.default_rng(12)
     x = rand(rng, (3, 4, 5), DTYPES[dtype])

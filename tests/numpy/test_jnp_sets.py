@@ -113,3 +113,59 @@ def test_unique_with_size_under_jvp_differentiates_the_values(size):
     np.testing.assert_array_equal(values, fill(want_values, want_values[0]))
     np.testing.assert_array_equal(counts, fill(want_counts, 0))
     np.testing.assert_array_equal(dvalues, fill(t[first], t[first[0]]))
+
+
+def _unique_all(x, **kw):
+    return [np.asarray(r).tolist() for r in jnp.unique(jnp.asarray(x), return_index=True,
+                                                        return_inverse=True,
+                                                        return_counts=True, **kw)]
+
+
+def test_unique_size_of_no_elements_as_jax():
+    """An input of no elements: only the values are padded to ``size`` (with the needed
+    ``fill_value``); an axis of empty slices has one unique slice, counted once per slice."""
+    with pytest.raises(ValueError, match="fill_value must be specified"):
+        jnp.unique(jnp.zeros((0,)), size=3)
+    with pytest.raises(ValueError, match="fill_value must be specified"):
+        jnp.unique_counts(jnp.zeros((0,)), size=3)
+    assert _unique_all(np.zeros((0,), np.float32), size=3, fill_value=7.0) == \
+        [[7.0, 7.0, 7.0], [], [], []]
+    assert _unique_all(np.zeros((0,), np.float32), size=0) == [[], [], [], []]
+    assert _unique_all(np.zeros((0, 2), np.float32), size=2, fill_value=5.0, axis=0) == \
+        [[[5.0, 5.0], [5.0, 5.0]], [], [], []]
+    # two columns of no elements: one unique column (first index 0), counted twice
+    assert _unique_all(np.zeros((0, 2), np.float32), size=2, fill_value=5.0, axis=1) == \
+        [[], [0], [0, 0], [2]]
+    counts = plax.jit(lambda v: jnp.unique_all(v, size=2, fill_value=1.0).counts)(
+        jnp.zeros((0, 2)))
+    assert counts.shape == (0,)
+
+
+def test_unique_size_pads_the_index_with_the_first_values_index():
+    # (the padding repeats the first unique value, so its first index too, as JAX pads)
+    x = np.array([3.0, 1.0, 3.0], np.float32)
+    assert _unique_all(x, size=5) == [[1.0, 3.0, 1.0, 1.0, 1.0], [1, 0, 1, 1, 1],
+                                      [1, 0, 1], [1, 2, 0, 0, 0]]
+    m = np.array([[1.0, 2.0, 1.0], [4.0, 5.0, 4.0]], np.float32)   # columns 0 and 2 equal
+    assert _unique_all(m, size=3, fill_value=0.0, axis=1) == \
+        [[[1.0, 2.0, 0.0], [4.0, 5.0, 0.0]], [0, 1, 0], [0, 1, 0], [2, 1, 0]]
+
+
+def test_unique_size_as_jax():
+    jax = pytest.importorskip("jax")
+    nan = np.float32(np.nan)
+    cases = [(np.array([3.0, 1.0, 3.0, nan, nan], np.float32), None, {"size": 4}),
+             (np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0]], np.float32), 0,
+              {"size": 3, "fill_value": 9.0}),
+             (np.zeros((0, 2), np.float32), 1, {"size": 3, "fill_value": 9.0}),
+             (np.zeros((2, 0), np.float32), 0, {"size": 2}),
+             (np.zeros((0, 0), np.float32), 0, {})]
+    for x, axis, kw in cases:
+        want = jax.numpy.unique(x, return_index=True, return_inverse=True,
+                                return_counts=True, axis=axis, **kw)
+        got = jnp.unique(jnp.asarray(x), return_index=True, return_inverse=True,
+                         return_counts=True, axis=axis, **kw)
+        for g, w in zip(got, want):   # (NaNs compare equal here)
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
+                                          err_msg=f"{x.shape} {axis} {kw}")
+            assert g.shape == w.shape

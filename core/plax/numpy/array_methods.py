@@ -166,8 +166,8 @@ def _diagonal(self, offset=0, axis1=0, axis2=1):
     return shape_ops.diagonal(self, offset, axis1, axis2)
 
 
-def _trace(self, offset=0, axis1=0, axis2=1, dtype=None):
-    return shape_ops.trace(self, offset, axis1, axis2, dtype)
+def _trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return shape_ops.trace(self, offset, axis1, axis2, dtype, out)
 
 
 def _view(self, dtype=None, type=None):

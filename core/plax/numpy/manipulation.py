@@ -17,7 +17,7 @@ from plax import dtypes, errors, lax
 from plax.core.trace import Tracer, get_aval
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.numpy.util import (asarray_weak, canonicalize_axis, check_arraylike, converted_first,
-                             promote_dtypes, to_dtype)
+                             promote_dtypes, reject_out, to_dtype)
 
 
 def _idx() -> np.dtype:
@@ -352,8 +352,7 @@ def choose(a, choices, out=None, mode: str = "raise"):
       >>> jnp.choose(jnp.array([0, 1, 0]), [jnp.array([1, 2, 3]), jnp.array([4, 5, 6])])
       Array([1, 5, 3], dtype=int32)
     """
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+    reject_out(out, "choose")
     check_arraylike("choose", a)
     a = asarray_weak(a)
     if not dtypes.issubdtype(get_aval(a).dtype, np.integer):
@@ -401,8 +400,7 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None,
       >>> jnp.compress(jnp.array([True, False, True]), jnp.arange(3))
       Array([0, 2], dtype=int32)
     """
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    reject_out(out, "compress")
     check_arraylike("compress", condition, a)
     cond = asarray_weak(condition)
     arr = asarray_weak(a)

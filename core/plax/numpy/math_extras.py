@@ -13,7 +13,7 @@ from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
 from plax.numpy.ufuncs import power as pow  # noqa: A001 - NumPy 2's name for power
 from plax.numpy.util import (asarray_weak, check_arraylike, promote_args, promote_args_inexact,
-                             to_dtype, to_inexact_dtype)
+                             reject_out, to_dtype, to_inexact_dtype)
 
 __all__ = ["frexp", "ldexp", "gcd", "lcm", "modf", "spacing", "fabs", "pow", "bitwise_count",
            "i0", "sort_complex", "matvec", "vecmat"]
@@ -169,7 +169,7 @@ def gcd(x1, x2):
 
     Example:
       >>> jnp.gcd(jnp.array([12, -8, 0]), 18)
-      Array([6, 2, 18], dtype=int32)
+      Array([ 6,  2, 18], dtype=int32)
     """
     x1, x2 = _int_args("gcd", x1, x2)
     a = get_aval(x1)
@@ -182,7 +182,7 @@ def lcm(x1, x2):
 
     Example:
       >>> jnp.lcm(jnp.array([4, -6, 0]), 6)
-      Array([12, 6, 0], dtype=int32)
+      Array([12,  6,  0], dtype=int32)
     """
     x1, x2 = _int_args("lcm", x1, x2)
     d = _gcd(x1, x2)
@@ -209,8 +209,7 @@ def modf(x, /, out=None):
       >>> jnp.modf(jnp.array([2.5, -1.25]))
       (Array([ 0.5 , -0.25], dtype=float32), Array([ 2., -1.], dtype=float32))
     """
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    reject_out(out, "modf")
     check_arraylike("modf", x)
     (x,) = promote_args_inexact("modf", x)
     _reject_complex("modf", x)

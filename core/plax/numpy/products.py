@@ -155,9 +155,10 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 def outer(a, b, out=None):
-    """Outer product of the flattened arrays."""
+    """Outer product of the flattened arrays (``out``: only None, as in JAX)."""
     from plax.numpy.shape_ops import ravel
     from plax.numpy.ufuncs import multiply
+    reject_out(out, "outer")
     a, b = ravel(a), ravel(b)
     return multiply(lax.expand_dims(a, (1,)), lax.expand_dims(b, (0,)))
 

@@ -13,7 +13,6 @@ from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike, reject_out
 
 
-_no_out = reject_out
 
 
 def _keep(x, shape, axes, keepdims):
@@ -78,7 +77,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
       >>> jnp.sum(jnp.array([[1, 2], [3, 4]]), axis=0)
       Array([4, 6], dtype=int32)
     """
-    _no_out(out, "sum")
+    reject_out(out, "sum")
     return _reduction("sum", a, axis, dtype, keepdims, where, initial, lax.reduce_sum, 0,
                       lambda d: _sum_dtype(d, promote_integers), upcast_low_precision=True)
 
@@ -86,21 +85,21 @@ def sum(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None
 def prod(a, axis=None, dtype=None, out=None, keepdims: bool = False, initial=None, where=None,
          promote_integers: bool = True):
     """Product of elements over ``axis``."""
-    _no_out(out, "prod")
+    reject_out(out, "prod")
     return _reduction("prod", a, axis, dtype, keepdims, where, initial, lax.reduce_prod, 1,
                       lambda d: _sum_dtype(d, promote_integers), upcast_low_precision=True)
 
 
 def max(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
     """Maximum over ``axis`` (NaN propagates). ``where`` requires ``initial``."""
-    _no_out(out, "max")
+    reject_out(out, "max")
     return _reduction("max", a, axis, None, keepdims, where, initial, lax.reduce_max,
                       initial)
 
 
 def min(a, axis=None, out=None, keepdims: bool = False, initial=None, where=None):
     """Minimum over ``axis`` (NaN propagates). ``where`` requires ``initial``."""
-    _no_out(out, "min")
+    reject_out(out, "min")
     return _reduction("min", a, axis, None, keepdims, where, initial, lax.reduce_min,
                       initial)
 
@@ -117,13 +116,13 @@ def _bool_reduce(name, a, axis, keepdims, where, fn, identity):
 
 def all(a, axis=None, out=None, keepdims: bool = False, *, where=None):
     """Whether all elements (over ``axis``) are true."""
-    _no_out(out, "all")
+    reject_out(out, "all")
     return _bool_reduce("all", a, axis, keepdims, where, lax.reduce_and, True)
 
 
 def any(a, axis=None, out=None, keepdims: bool = False, *, where=None):
     """Whether any element (over ``axis``) is true."""
-    _no_out(out, "any")
+    reject_out(out, "any")
     return _bool_reduce("any", a, axis, keepdims, where, lax.reduce_or, False)
 
 
@@ -148,7 +147,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where=No
       >>> jnp.mean(jnp.array([1, 2]))
       Array(1.5, dtype=float32)
     """
-    _no_out(out, "mean")
+    reject_out(out, "mean")
     check_arraylike("mean", a)
     a = asarray_weak(a)
     aval = get_aval(a)
@@ -188,7 +187,7 @@ def var(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = Fals
       >>> jnp.var(jnp.array([0., 1., 2., 3.]), mean=jnp.array(0.))
       Array(3.5, dtype=float32)
     """
-    _no_out(out, "var")
+    reject_out(out, "var")
     if correction is not None:
         ddof = correction
     check_arraylike("var", a)
@@ -233,17 +232,18 @@ def _given_mean(name, m, ndim, compute):
 def std(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
         where=None, mean=None, correction=None):
     """Standard deviation over ``axis`` (the square root of :func:`var`; ``mean`` as there)."""
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+    reject_out(out, "std")
+    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
 
 def _arg(name, fn, a, axis, out, keepdims):
-    _no_out(out, name)
+    reject_out(out, name)
     check_arraylike(name, a)
     a = asarray_weak(a)
     aval = get_aval(a)
-    if dtypes.is_complex(aval.dtype):
-        fn = _complex_arg(fn)
+    # (complex operands reach lax's argmax/argmin, which refuses them with a TypeError, as
+    # JAX 0.10's comparison in them does)
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         if aval.size == 0:
@@ -257,21 +257,6 @@ def _arg(name, fn, a, axis, out, keepdims):
                          f"{aval.shape})")
     res = fn(a, ax, dtypes.default_int_dtype())
     return lax.expand_dims(res, (ax,)) if keepdims else res
-
-
-def _complex_arg(lax_arg):
-    """argmax/argmin of complex numbers in lexicographic order (real part, then imaginary
-    part), as JAX and NumPy order them."""
-    def arg(x, axis, index_dtype):
-        from plax.numpy.ufuncs import where
-        re, im = lax.real(x), lax.imag(x)
-        best_re = (lax.reduce_max if lax_arg is lax.argmax else lax.reduce_min)(re, (axis,))
-        from plax.numpy.ufuncs import equal
-        ties = equal(re, lax.expand_dims(best_re, (axis,)))
-        worst = -np.inf if lax_arg is lax.argmax else np.inf
-        return lax_arg(where(ties, im, lax.full((), worst, get_aval(im).dtype)), axis,
-                       index_dtype)
-    return arg
 
 
 def argmax(a, axis=None, out=None, keepdims: bool = False):
@@ -314,7 +299,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
       >>> jnp.cumsum(jnp.array([1, 2, 3]))
       Array([1, 3, 6], dtype=int32)
     """
-    _no_out(out, "cumsum")
+    reject_out(out, "cumsum")
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, True)
 
 
@@ -326,7 +311,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
       >>> jnp.cumprod(jnp.array([1, 2, 3]))
       Array([1, 2, 6], dtype=int32)
     """
-    _no_out(out, "cumprod")
+    reject_out(out, "cumprod")
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, True)
 
 
@@ -380,7 +365,8 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
 @jit_when_traced(name="_ptp", static_argnames=("axis", "keepdims"))
 def ptp(a, axis=None, out=None, keepdims: bool = False):
     """Peak to peak: ``max - min`` over ``axis``."""
-    return lax.sub(max(a, axis, out, keepdims), min(a, axis, out, keepdims))
+    reject_out(out, "ptp")
+    return lax.sub(max(a, axis, None, keepdims), min(a, axis, None, keepdims))
 
 
 @jit_when_traced(static_argnames=("axis", "keepdims"))
@@ -484,27 +470,30 @@ def nanmin(a, axis=None, out=None, keepdims: bool = False, initial=None, where=N
 def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, where=None):
     """Mean ignoring NaNs."""
     from plax.numpy.ufuncs import isnan, logical_not
+    reject_out(out, "nanmean")
     a = asarray_weak(a)
     mask = logical_not(isnan(a))
     if where is not None:
         from plax.numpy.ufuncs import logical_and
         mask = logical_and(mask, where)
-    return mean(_nan_to(a, 0), axis, dtype, out, keepdims, where=mask)
+    return mean(_nan_to(a, 0), axis, dtype, None, keepdims, where=mask)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
            where=None, mean=None):
     """Variance ignoring NaNs (``mean``: a precomputed centre, as in :func:`var`)."""
     from plax.numpy.ufuncs import isnan, logical_and, logical_not
+    reject_out(out, "nanvar")
     a = asarray_weak(a)
     mask = logical_not(isnan(a))
     if where is not None:
         mask = logical_and(mask, where)
-    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=mask, mean=mean)
+    return var(_nan_to(a, 0), axis, dtype, None, ddof, keepdims, where=mask, mean=mean)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False,
            where=None, mean=None):
     """Standard deviation ignoring NaNs (``mean`` as in :func:`var`)."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
+    reject_out(out, "nanstd")
+    return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where, mean))
 

@@ -2,6 +2,9 @@
 (eager only where the result shape depends on values)."""
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from plax import dtypes, errors, lax
@@ -237,33 +240,48 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
             raise NotImplementedError("jnp.unique with traced input and return_index or "
                                       "return_inverse is not supported; call it outside jit.")
     host = _concrete(a, "unique")
-    res = np.unique(host, return_index=return_index, return_inverse=return_inverse,
-                    return_counts=return_counts, axis=axis, equal_nan=bool(equal_nan))
-    res = list(res) if isinstance(res, tuple) else [res]
-    res = [res[0]] + [r.astype(dtypes.default_int_dtype()) for r in res[1:]]
-    if return_inverse and axis is None:
-        k = 1 + bool(return_index)
-        res[k] = res[k].reshape(host.shape)  # as JAX: the inverse has the input's shape
-    if size is not None:
-        res = _pad_unique(res, int(size), fill_value, return_index, return_inverse, axis)
+    ax = None if axis is None else canonicalize_axis(axis, host.ndim)
+    length = host.size if ax is None else host.shape[ax]
+    if length == 0 and size and fill_value is None:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    if host.size == 0:
+        res = _unique_of_no_elements(host, ax, None if size is None else int(size), fill_value)
+    else:
+        res = np.unique(host, return_index=True, return_inverse=True, return_counts=True,
+                        axis=ax, equal_nan=bool(equal_nan))
+        if size is not None:
+            res = _sized_unique(res, int(size), fill_value, 0 if ax is None else ax)
+    values, index, inverse, counts = res
+    if ax is None:
+        inverse = inverse.reshape(host.shape)  # as JAX: the inverse has the input's shape
+    int_dtype = dtypes.default_int_dtype()
+    res = [values] + [r.astype(int_dtype) for r, wanted in
+                      ((index, return_index), (inverse, return_inverse),
+                       (counts, return_counts)) if wanted]
+    # JAX sorts the slices along the axis first: its sort rule refuses that axis split over
+    # an Explicit mesh axis, and the values (a gather of whole slices) keep the operand's
+    # type on the other axes
     out = _placed(tuple(asarray_weak(r) for r in res), a, "unique",
-                  _sorted_flat if axis is None else None)
+                  _sorted_flat if ax is None else functools.partial(_sorted_first_keys, ax=ax),
+                  keeps_type=(ax is not None,))
     return out if len(out) > 1 else out[0]
 
 
-def _placed(outs: tuple, operand, name: str, typing_steps=None) -> tuple:
+def _placed(outs: tuple, operand, name: str, typing_steps=None, keeps_type=()) -> tuple:
     """``outs``, computed on the host from ``operand``, placed under a set mesh as JAX's
     results of ``jnp.{name}`` are (:func:`plax.sharding_eager.placed_host_results`).
     ``typing_steps``: the first steps of JAX's own computation of them, a function of
     ``operand``; when its type has an explicit sharding they are typed abstractly, so their
     sharding rules refuse it as JAX's do (``unique`` of a value split ``P('x')`` is
-    ``sort``'s ShardingTypeError)."""
+    ``sort``'s ShardingTypeError). ``keeps_type``: which outputs keep an explicitly typed
+    operand's sharding (see :func:`plax.sharding_eager.placed_host_results`)."""
     if not _mesh_maybe_set[0]:
         return outs
     if typing_steps is not None and explicit_type(operand) is not None:
         from plax.transforms.jit import eval_shape
         eval_shape(typing_steps, operand)
-    return tuple(placed_host_results(outs, [operand], name))
+    return tuple(placed_host_results(outs, [operand], name, keeps_type))
 
 
 def _sorted_flat(a):
@@ -272,37 +290,58 @@ def _sorted_flat(a):
     return sort(ravel(a))
 
 
+def _sorted_first_keys(a, ax: int):
+    """What JAX's ``unique`` along ``ax`` sorts first: keys along that axis (one of them
+    stands for all: each has the axis's sharding)."""
+    from plax.numpy.shape_ops import moveaxis
+    moved = moveaxis(a, ax, 0)
+    return sort(moved[(slice(None),) + (0,) * (get_aval(moved).ndim - 1)])
+
+
 def _cumulative_mask(a):
     """What JAX's ``nonzero`` computes first: a cumulative sum of the flattened mask."""
     from plax.numpy.reductions import cumsum
     return cumsum(lax.ne(a, lax.full_like(a, 0)))
 
 
-def _pad_unique(res, size, fill_value, return_index, return_inverse, axis):
-    """Truncates or pads the host results of unique to ``size`` (JAX's ``size`` semantics:
-    values padded with fill_value or the smallest value, indices and counts with 0)."""
-    values = res[0]
-    ax = 0 if axis is None else axis
-    n = values.shape[ax]
-    out = []
-    for k, r in enumerate(res):
-        is_inverse = return_inverse and k == 1 + bool(return_index)
-        if is_inverse:
-            out.append(r)
-            continue
-        r = np.take(r, np.arange(min(n, size)), axis=ax if k == 0 else 0)
-        missing = size - r.shape[ax if k == 0 else 0]
-        if missing > 0:
-            if k == 0:
-                fill = np.take(values, [0], axis=ax) if fill_value is None and n else \
-                    np.full_like(np.take(values, [0] if n else [], axis=ax)[:1] if n else
-                                 np.zeros([1 if i == ax else d for i, d in enumerate(values.shape)],
-                                          values.dtype), 0 if fill_value is None else fill_value)
-                r = np.concatenate([r] + [fill] * missing, axis=ax)
-            else:
-                r = np.concatenate([r, np.zeros(missing, r.dtype)])
-        out.append(r)
-    return out
+def _unique_of_no_elements(host: np.ndarray, ax: int | None, size: int | None, fill_value):
+    """``unique``'s four results for an input of no elements, as JAX 0.10 gives them: along
+    an axis of length ``n`` whose slices hold no elements every slice is the same one, so
+    one unique slice (its first index 0, counted ``n`` times, every inverse 0); with no
+    slices (or no axis: the flattened empty array) no unique value. With ``size`` and a
+    ``fill_value`` the values are ``size`` slices of ``fill_value`` (the index and counts
+    are not padded, as JAX's are not); without one they are the unique slices as they are."""
+    flat = host.reshape(-1) if ax is None else np.moveaxis(host, ax, 0)
+    n, rest = flat.shape[0], flat.shape[1:]
+    kept = 1 if ax is not None and math.prod(rest) == 0 else 0
+    values = np.zeros((kept,) + rest, host.dtype)
+    if size is not None and fill_value is not None:
+        values = np.full((size,) + rest, fill_value, host.dtype)
+    if ax is not None:
+        values = np.moveaxis(values, 0, ax)
+    counts = np.full((1,), n) if n and kept else np.zeros((0,), int)
+    return values, np.zeros((kept,), int), np.zeros((n,), int), counts
+
+
+def _sized_unique(res: tuple, size: int, fill_value, ax: int) -> tuple:
+    """``np.unique``'s ``(values, index, inverse, counts)`` of a non-empty input cut or
+    padded to ``size`` unique values along ``ax`` as JAX's ``size`` gives them: padding
+    repeats the first unique value (or is ``fill_value``) with the first value's index, and
+    counts 0; the inverse is unchanged."""
+    values, index, inverse, counts = res
+    kept = min(size, values.shape[ax])
+    pad = size - kept
+
+    def cut_pad(r, axis, filler):
+        r = np.take(r, np.arange(kept), axis=axis)
+        if pad <= 0:
+            return r
+        return np.concatenate([r, np.repeat(filler, pad, axis=axis)], axis=axis)
+
+    first = np.take(values, [0], axis=ax)
+    filler = first if fill_value is None else np.full_like(first, fill_value)
+    return (cut_pad(values, ax, filler), cut_pad(index, 0, index[:1]), inverse,
+            cut_pad(counts, 0, np.zeros(1, counts.dtype)))
 
 
 def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
@@ -315,11 +354,13 @@ def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
     from plax.numpy.ufuncs import isnan, logical_and, not_equal
     flat = lax.sort(ravel(a), 0)
     n = get_aval(flat).shape[0]
-    if n == 0:
-        if fill_value is None:
-            raise ValueError("jnp.unique of an empty array with size > 0 needs a fill_value")
-        values = lax.full((size,), fill_value, get_aval(flat).dtype)
-        return (values, lax.full((size,), 0, dtypes.default_int_dtype())) if return_counts \
+    if n == 0:  # (no unique value: the counts are empty, as JAX's, not padded)
+        if fill_value is None and size:
+            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                             "fill_value must be specified")
+        values = lax.full((size,), 0 if fill_value is None else fill_value,
+                          get_aval(flat).dtype)
+        return (values, lax.full((0,), 0, dtypes.default_int_dtype())) if return_counts \
             else values
     differs = not_equal(lax.slice(flat, (1,), (n,)), lax.slice(flat, (0,), (n - 1,)))
     if equal_nan and dtypes.is_inexact(get_aval(flat).dtype):  # NaNs sort together: one value

@@ -264,6 +264,14 @@ def _unique_parts(name: str, x, size, fill_value):
     shape = get_aval(x).shape
     flat = _ravel(x)
     n = get_aval(flat).shape[0]
+    if n == 0:  # as jnp.unique (and JAX): only the values are padded to size
+        if size and fill_value is None:
+            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                             "fill_value must be specified")
+        none = lax.full((0,), 0, _index_dtype())
+        values = lax.full((int(size or 0),), 0 if fill_value is None else fill_value,
+                          get_aval(flat).dtype)
+        return values, none, lax.reshape(none, shape), none
     s, perm, first = _sorted_runs(flat)
     size = _count(first) if size is None else int(size)
     idx = _index_dtype()

@@ -345,8 +345,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     """
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    reject_out(out, "stack")
     if hasattr(arrays, "aval") or isinstance(arrays, np.ndarray):
         # an array: its slices, stacked, are a transpose of it (JAX: expand + concatenate)
         arrays = asarray_weak(arrays)
@@ -835,8 +834,7 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
          indices_are_sorted: bool = False, fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
     Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode="clip"``."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    reject_out(out, "take")
     check_arraylike("take", a, indices)
     a = asarray_weak(a)
     if axis is None:

@@ -14,8 +14,8 @@ import numpy as np
 from plax import dtypes, lax
 from plax.core.trace import get_aval
 from plax.transforms.jit import jit_when_traced
-from plax.numpy.util import (asarray_weak, canonicalize_axis_tuple, check_arraylike, to_dtype,
-                             to_inexact_dtype)
+from plax.numpy.util import (asarray_weak, canonicalize_axis_tuple, check_arraylike,
+                             reject_out, to_dtype, to_inexact_dtype)
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
@@ -310,8 +310,7 @@ def _nanarg(name: str, a, axis, out, keepdims: bool, fill: float):
     from plax.numpy import reductions
     from plax.numpy.ufuncs import isnan, where
     check_arraylike(name, a)
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    reject_out(out, name)
     a = asarray_weak(a)
     arg = reductions.argmax if name == "nanargmax" else reductions.argmin
     if not dtypes.is_inexact(get_aval(a).dtype):
@@ -359,8 +358,7 @@ def _nancum(name: str, a, axis, dtype, out, fill: int):
     from plax.numpy import reductions
     from plax.numpy.ufuncs import isnan, where
     check_arraylike(name, a)
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    reject_out(out, name)
     a = asarray_weak(a)
     if dtypes.is_inexact(get_aval(a).dtype):
         a = where(isnan(a), lax.full((), fill, get_aval(a).dtype), a)

@@ -271,23 +271,17 @@ def _ufunc_call(fn):
     if fn.__code__.co_argcount == 2:
         def ufunc(x, y, /, *, out=None, where=None):
             if out is not None or where is not None:
-                _ufunc_keyword_error(name, out)
+                reject_out(out, f"<jnp.ufunc {name!r}>", where=where)
             return fn(x, y)
     else:
         def ufunc(x, /, *, out=None, where=None):
             if out is not None or where is not None:
-                _ufunc_keyword_error(name, out)
+                reject_out(out, f"<jnp.ufunc {name!r}>", where=where)
             return fn(x)
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = fn.__doc__
     ufunc.call_positional = fn
     return ufunc
-
-
-def _ufunc_keyword_error(name, out):
-    which = "out" if out is not None else "where"
-    raise NotImplementedError(f"{which} argument of <jnp.ufunc {name!r}> is not supported "
-                              "(only None: plax arrays are immutable)")
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -550,8 +544,7 @@ def rint(x, /):
 @jit_when_traced(static_argnames=("decimals",))
 def round(a, decimals: int = 0, out=None):
     """Rounds to ``decimals`` decimal places, ties to even (NumPy's ``round``)."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    reject_out(out, "round")
     check_arraylike("round", a)
     (a,) = promote_args("round", a)
     dt = _dt(a)

@@ -18,16 +18,33 @@ def is_arraylike(x: Any) -> bool:
     return isinstance(x, ARRAYLIKE_TYPES)
 
 
-def reject_out(out: Any, fun_name: str) -> None:
+def reject_out(out: Any, fun_name: str, *, where: Any = None) -> None:
     """Raises JAX's NotImplementedError for an ``out=`` array: plax arrays are immutable, so
-    results are always new arrays (``out=None`` is accepted, as NumPy's default).
+    results are always new arrays (``out=None`` is accepted, as NumPy's default). The one
+    check of ``out=`` for every function of ``plax.numpy`` and the ufunc objects.
+
+    Args:
+      out: the ``out`` argument given.
+      fun_name: what the message names, as JAX's does: a function of ``jnp`` by its name
+        (``"round"``: "The 'out' argument to jnp.round ..."), or a ufunc object's call or
+        method as JAX's ufunc messages name it (``"<jnp.ufunc 'add'>"``,
+        ``"add.accumulate()"``: "out argument of <jnp.ufunc 'add'> ...").
+      where: a ufunc call's ``where`` mask, which JAX also accepts only as None.
+
+    Raises:
+      NotImplementedError: ``out`` (or ``where``) is not None.
 
     Example:
       >>> reject_out(None, "trace")   # nothing happens
     """
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{fun_name} is not supported (plax "
-                                  "arrays are immutable).")
+    if out is None and where is None:
+        return
+    keyword, reason = ("out", "plax arrays are immutable") if out is not None else \
+        ("where", "only None")
+    if fun_name.isidentifier():
+        raise NotImplementedError(f"The '{keyword}' argument to jnp.{fun_name} is not "
+                                  f"supported ({reason}).")
+    raise NotImplementedError(f"{keyword} argument of {fun_name} is not supported ({reason})")
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from plax.core.trace import get_aval
-from plax.numpy.util import asarray_weak, broadcast_shapes, broadcast_to
+from plax.numpy.util import asarray_weak, broadcast_shapes, broadcast_to, reject_out
 
 _DIM = r"\w+"
 _CORE = rf"\((?:{_DIM}(?:,{_DIM})*)?\)"
@@ -153,7 +153,8 @@ class ufunc:
     def __repr__(self) -> str:
         return f"<jnp.ufunc '{self.__name__}'>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, out=None, where=None):
+        reject_out(out, repr(self), where=where)
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional argument(s) but "
                             f"{len(args)} were given")
@@ -180,8 +181,10 @@ class ufunc:
         from plax.numpy.shape_ops import moveaxis, ravel
         from plax.numpy.util import canonicalize_axis
         self._binary("reduce")
-        if out is not None or where is not None:
-            raise NotImplementedError("reduce: out and where are not supported")
+        reject_out(out, f"{self.__name__}.reduce()")
+        if where is not None:
+            raise NotImplementedError(f"where argument of {self.__name__}.reduce() is not "
+                                      "supported")
         a = asarray_weak(a)
         if dtype is not None:
             a = lax.convert_element_type(a, np.dtype(dtype))
@@ -212,8 +215,7 @@ class ufunc:
         from plax.numpy.shape_ops import moveaxis, stack
         from plax.numpy.util import canonicalize_axis
         self._binary("accumulate")
-        if out is not None:
-            raise NotImplementedError("accumulate: out is not supported")
+        reject_out(out, f"{self.__name__}.accumulate()")
         a = asarray_weak(a)
         if dtype is not None:
             a = lax.convert_element_type(a, np.dtype(dtype))

@@ -154,6 +154,7 @@ def lend_buffers(leaves, device, avals) -> tuple[list, list]:
     leaves go through :func:`to_buffer`.
 
     Example:
+      >>> import plax
       >>> x = np.arange(3.0)
       >>> bufs, lent = lend_buffers([x], plax.devices()[0], [ShapedArray((3,), np.float32)])
       >>> bufs[0].dtype, bufs[0] is x, lent
@@ -242,6 +243,7 @@ def select_backend(name: str | None, device):
         it has no devices.
 
     Example:
+      >>> import plax
       >>> select_backend("numpy", plax.devices("cpu")[0]).name
       'numpy'
     """
@@ -269,6 +271,7 @@ def call_target(device, backend: str | None, where) -> tuple[Any, Any]:
       ``(backend object, device)``.
 
     Example:
+      >>> import plax
       >>> backend, device = call_target(None, "numpy", plax.devices("cpu")[0])
       >>> backend.name, device
       ('numpy', CpuDevice(id=0))
@@ -298,6 +301,9 @@ def pinned_device(closed: ClosedJaxpr):
       ValueError: two calls pinned to different devices.
 
     Example:
+      >>> import plax
+      >>> from plax import numpy as jnp
+      >>> from plax.transforms.call import pinned_device
       >>> f = plax.jit(jnp.sin, device=plax.devices("cpu")[0])
       >>> pinned_device(plax.make_jaxpr(lambda x: f(x) * 2.0)(1.0))
       CpuDevice(id=0)
@@ -343,6 +349,7 @@ def check_pinned(pinned, device, committed: bool, what: str) -> None:
       what: what asked for ``device``, for the message.
 
     Example:
+      >>> import plax
       >>> cpu = plax.devices("cpu")[0]
       >>> check_pinned(cpu, cpu, True, "arguments committed")  # the same device: no error
     """
@@ -396,6 +403,7 @@ def run_pinned_call(runner, *buffers, jaxpr: ClosedJaxpr, name: str, device=None
       The output buffers, on the calling program's device.
 
     Example:
+      >>> import plax
       >>> f = plax.jit(lambda x: x * 2.0, backend="numpy")
       >>> plax.jit(lambda x: f(x) + 1.0, backend="numba")(1.0)  # f runs with NumPy
       Array(3., dtype=float32, weak_type=True)

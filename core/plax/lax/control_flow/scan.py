@@ -195,7 +195,8 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
       xs: a pytree of arrays sharing a leading axis.
       batch_size: when given, ``f`` is vmapped over chunks of this many slices, a ``scan``
         runs over the chunks, and a remainder (``len % batch_size`` slices) is one more
-        vmapped call, as JAX does: the same values with fewer, wider loop steps.
+        vmapped call, as JAX does: the same values with fewer, wider loop steps. ``0``
+        (or a size over the length) is one ``vmap`` of every slice.
 
     Returns:
       The stacked outputs of ``f``.
@@ -216,16 +217,19 @@ def _batched_map(f: Callable, xs: Any, batch_size: int) -> Any:
     from plax.lax.slicing import slice_in_dim
     from plax.transforms.vmap_api import vmap
     batch_size = operator.index(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"lax.map: batch_size must be a positive integer, got {batch_size}")
+    if batch_size < 0:
+        raise ValueError(f"lax.map: batch_size must be a non-negative integer, got "
+                         f"{batch_size}")
     leaves, tree = tree_flatten(xs)
-    if not leaves:
-        raise ValueError("lax.map: batch_size needs at least one array in xs")
-    n = get_aval(asarray(leaves[0])).shape[0]
+    leaves = [asarray(x) for x in leaves]
+    # the leading lengths checked first, as the unbatched map checks them: the chunking
+    # below slices every leaf by the first leaf's length
+    n = _length_of(leaves, None)
     if n == 0:  # no slices: the unbatched map's empty result (as JAX returns)
         return map(f, xs)
-    chunks, rest = divmod(n, batch_size)
-    leaves = [asarray(x) for x in leaves]
+    # batch_size 0 is one batch of every slice (a plain vmap), as in JAX; a batch_size
+    # over the length leaves no whole chunk, so the same single vmapped call
+    chunks, rest = divmod(n, batch_size) if batch_size else (0, n)
     parts = []
     if chunks:
         whole = [reshape(slice_in_dim(x, 0, chunks * batch_size),

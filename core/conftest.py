@@ -1,0 +1,18 @@
+"""pytest configuration for ``pytest --doctest-modules core/plax`` (not part of the plax
+package, and not run by CI): the names the docstring examples of ``core/plax`` use without
+importing them, as JAX's doctests have ``jnp`` and ``np``. An example run this way sees its
+module's globals plus these: ``plax`` (also as ``jax``, the drop-in spelling of the
+tutorials), ``jnp``, ``lax``, ``random`` and ``np``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _plax_doctest_names(doctest_namespace):
+    import plax
+    from plax import lax, random
+    from plax import numpy as jnp
+    doctest_namespace.update(plax=plax, jax=plax, jnp=jnp, lax=lax, random=random, np=np)

@@ -1,0 +1,119 @@
+"""JAX's max and min of complex numbers, for the backends' array kernels.
+
+XLA (as JAX 0.10 lowers ``max``/``min`` of complex values) compares two complex numbers
+lexicographically, real parts first, and takes the first operand only when it wins that
+comparison strictly: ``max(x, y)`` is ``x`` when ``x.real > y.real``, or when the real parts
+are equal (``-0 == +0``) and ``x.imag > y.imag``; otherwise ``y``. So a tie gives the second
+operand with its own zeros' signs, and a NaN in a compared part never wins a comparison:
+NaN does not propagate as it does in NumPy's ``maximum`` of complex values.
+
+A reduction folds that rule from the left over the reduced elements, starting from the
+identity (``-inf + 0j`` for max, ``inf + 0j`` for min), as XLA's reduce does;
+:func:`reduce_extreme` computes the fold's result with whole-array operations.
+
+Every function takes ``xp`` (NumPy by default): only whole-array operations that CuPy also
+provides are used.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["first_wins", "maximum", "minimum", "reduce_extreme"]
+
+
+def first_wins(x, y, is_max: bool, xp: Any = np):
+    """Where JAX's ``max(x, y)`` (``min`` when not ``is_max``) of complex values is ``x``.
+
+    Example:
+      >>> first_wins(np.complex64([1 + 2j, 0j]), np.complex64([1 + 1j, -0.0 + 0j]), True)
+      array([ True, False])
+    """
+    rx, ry, ix, iy = xp.real(x), xp.real(y), xp.imag(x), xp.imag(y)
+    if is_max:
+        return xp.where(rx == ry, ix > iy, rx > ry)
+    return xp.where(rx == ry, ix < iy, rx < ry)
+
+
+def maximum(x, y, xp: Any = np):
+    """JAX's elementwise ``max`` of complex arrays (see the module's rule).
+
+    Args:
+      x, y: complex arrays of one dtype (broadcast together).
+      xp: their array module.
+
+    Returns:
+      ``x`` where it wins the lexicographic comparison strictly, else ``y``.
+
+    Example:
+      >>> x = np.complex64([1 + 1j, 0j])
+      >>> y = np.complex64([complex(1, np.nan), complex(-0.0, 0)])   # a NaN, a tie
+      >>> maximum(x, y)
+      array([ 1.+nanj, -0. +0.j], dtype=complex64)
+    """
+    x, y = xp.asarray(x), xp.asarray(y)
+    return xp.where(first_wins(x, y, True, xp), x, y)
+
+
+def minimum(x, y, xp: Any = np):
+    """JAX's elementwise ``min`` of complex arrays: as :func:`maximum`, the smaller.
+
+    Example:
+      >>> minimum(np.complex64([2j]), np.complex64([1j]))
+      array([0.+1.j], dtype=complex64)
+    """
+    x, y = xp.asarray(x), xp.asarray(y)
+    return xp.where(first_wins(x, y, False, xp), x, y)
+
+
+def _last(mask, xp):
+    """The last index along the last axis where ``mask`` holds (-1 where it never does)."""
+    n = mask.shape[-1]
+    found = n - 1 - xp.argmax(mask[..., ::-1], axis=-1)
+    return xp.where(mask.any(axis=-1), found, -1)
+
+
+def reduce_extreme(rows, is_max: bool, xp: Any = np):
+    """JAX's ``reduce_max`` (``reduce_min``) of complex ``rows`` along their last axis.
+
+    The left fold ``acc = max(acc, e)`` from the identity keeps ``acc`` only while it beats
+    the next element strictly, and that relation is transitive (a NaN in a compared part
+    fails every test), so its result is the first candidate that beats every later one:
+    after the last element whose real part is NaN (which beats nothing and which the next
+    element replaces), among the elements with the extreme real part, after the last of them
+    whose imaginary part is NaN, the last one with the extreme imaginary part.
+
+    Args:
+      rows: a complex array, reduced along its last axis (of any length).
+      is_max: max (True) or min.
+      xp: its array module.
+
+    Returns:
+      The reduced array, of ``rows``' dtype and shape without the last axis.
+
+    Example:
+      >>> rows = np.complex64([[1j, complex(np.nan, 0), 2j], [0j, complex(-0.0, 0), 1j]])
+      >>> reduce_extreme(rows, False)   # after a NaN; the last of tied zeros
+      array([ 0.+2.j, -0.+0.j], dtype=complex64)
+    """
+    rows = xp.asarray(rows)
+    bound = np.inf if not is_max else -np.inf
+    identity = xp.full(rows.shape[:-1] + (1,), complex(bound, 0.0), rows.dtype)
+    z = xp.concatenate([identity, rows], axis=-1)   # the identity takes part, first
+    real, imag = xp.real(z), xp.imag(z)
+    index = xp.arange(z.shape[-1])
+    extreme = xp.max if is_max else xp.min
+    # the last element with a NaN real part is replaced by the next one (when there is one)
+    nan_real = _last(xp.isnan(real), xp)[..., None]
+    after = index > nan_real
+    top = extreme(xp.where(after, real, bound), axis=-1, keepdims=True)
+    tied = after & (real == top)
+    nan_imag = _last(tied & xp.isnan(imag), xp)[..., None]
+    tied = tied & (index > nan_imag)
+    top_imag = extreme(xp.where(tied, imag, bound), axis=-1, keepdims=True)
+    best = _last(tied & (imag == top_imag), xp)[..., None]
+    # no candidate left: the last NaN of the real parts, else of the imaginary parts
+    pick = xp.where(~after.any(axis=-1, keepdims=True), nan_real,
+                    xp.where(best >= 0, best, nan_imag))
+    return xp.take_along_axis(z, pick, axis=-1)[..., 0]
