@@ -275,16 +275,17 @@ class NumbaEmitter(Emitter):
             # (both the native kernel and the reference one allocate their two results)
             return Step(threefry_step(eqn, backend, self.sync), fresh_result=True)
         if prim is lax.dot_general_p:
-            big = kernels.product_madds(eqn) > kernels.BLAS_THREADED_MIN
+            # (plain_dot's steps note the products they leave on BLAS's threads themselves)
             dot = kernels.plain_dot(eqn)
             fresh = True  # (np.dot makes a new array)
             if dot is None:
                 dot = backend.eager_impl(prim)
                 fresh = dot is not None and returns_fresh(dot)
                 dot = dot and _bind(dot, eqn.params)
+                if dot is not None and kernels.product_madds(eqn) > kernels.BLAS_THREADED_MIN:
+                    dot = kernels.noting_threaded_product(dot)
             if dot is not None:
-                return Step(kernels.noting_threaded_product(dot) if big else dot,
-                            guarded=True, fresh_result=fresh)
+                return Step(dot, guarded=True, fresh_result=fresh)
         scan = self._scan_kernel(eqn)
         if scan is not None:
             return scan

@@ -173,7 +173,8 @@ def plain_dot(eqn):
     BLAS's). Without batch dimensions, rank <= 2 operands: one ``np.dot`` of views (the
     reference kernel transposes, reshapes and calls a batched ``matmul``); other products
     (batched ones): the reference kernel. Either on one BLAS thread where its BLAS calls are
-    small (:func:`blas_threads_for`).
+    small (:func:`blas_threads_for`), or noting when it finished where they run on BLAS's
+    threads (:func:`noting_threaded_product`).
 
     Example:
       >>> step = plain_dot(plax.make_jaxpr(jnp.dot)(x, w).eqns[0])
@@ -191,9 +192,17 @@ def plain_dot(eqn):
                 and env_flag("PLAX_NUMBA_SPLIT_PRODUCTS", False)):
             from plax_numba.split_products import split_dot
             return split_dot(lc[0] == 0, rc[0] == 1)
-        return blas_threads_for(eqn, _dot_of_views(ls, rs, lc, rc))
+        return _on_blas_threads(eqn, _dot_of_views(ls, rs, lc, rc))
     from plax_numpy import impls
-    return blas_threads_for(eqn, functools.partial(impls()[lax.dot_general_p], **eqn.params))
+    return _on_blas_threads(eqn, functools.partial(impls()[lax.dot_general_p], **eqn.params))
+
+
+def _on_blas_threads(eqn, step):
+    """``step`` on one BLAS thread where its BLAS calls are small (:func:`blas_threads_for`),
+    noting when it finished where they run on BLAS's threads (whose workers then spin)."""
+    if madds_per_blas_call(eqn) > BLAS_SERIAL_MAX:
+        return noting_threaded_product(step)
+    return blas_threads_for(eqn, step)
 
 
 def _dot_of_views(ls, rs, lc, rc):

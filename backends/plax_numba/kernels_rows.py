@@ -22,6 +22,14 @@ from plax import lax
 from plax.lowering import fresh_result
 
 
+def _one_index_per_row(indices) -> bool:
+    """Whether ``indices`` holds one integer per row that ``intp`` holds exactly (uint64
+    indices of 2**63 and more, which the reference kernels clamp or drop as out of range,
+    would wrap to negative rows: the reference kernels keep them)."""
+    return (indices.ndim >= 1 and indices.shape[-1] == 1 and indices.dtype.kind in "iu"
+            and np.can_cast(indices.dtype, np.intp))
+
+
 def _whole_rows(operand, indices, updates, dn) -> bool:
     """Whether the scatter adds whole rows of ``operand`` (its axis 0 indexed by one integer
     per update window, the window covering every other axis)."""
@@ -30,7 +38,7 @@ def _whole_rows(operand, indices, updates, dn) -> bool:
     return (not dn.operand_batching_dims and not dn.scatter_indices_batching_dims
             and tuple(dn.inserted_window_dims) == (0,)
             and tuple(dn.scatter_dims_to_operand_dims) == (0,)
-            and indices.ndim >= 1 and indices.shape[-1] == 1 and indices.dtype.kind in "iu"
+            and _one_index_per_row(indices)
             and tuple(dn.update_window_dims) == tuple(range(lead, updates.ndim))
             and updates.shape[lead:] == operand.shape[1:]
             and updates.shape[:lead] == indices.shape[:-1]
@@ -123,7 +131,7 @@ def gather_kernel(operand, indices, *, dimension_numbers, slice_sizes, indices_a
     if (mode != lax.GatherScatterMode.FILL_OR_DROP and operand.ndim >= 1 and operand.shape[0]
             and not dn.operand_batching_dims and not dn.start_indices_batching_dims
             and tuple(dn.collapsed_slice_dims) == (0,) and tuple(dn.start_index_map) == (0,)
-            and indices.ndim >= 1 and indices.shape[-1] == 1 and indices.dtype.kind in "iu"
+            and _one_index_per_row(indices)
             and tuple(slice_sizes) == (1,) + operand.shape[1:]
             and tuple(dn.offset_dims) == tuple(range(lead, lead + operand.ndim - 1))):
         return np.take(operand, indices.reshape(indices.shape[:-1]), axis=0, mode="clip")

@@ -11,8 +11,11 @@ from a shared counter until none is left, so a descheduled helper delays at most
 it holds, and an idle helper costs nothing (it waits on a queue, it does not spin). The
 blocks are fixed, and each runs on one BLAS thread, so the bits do not depend on which
 thread computed what, on the core count or on the load. Nested in a block holding BLAS's
-thread count (pmap's device threads, :func:`plax.blas_threads.limited`), the calling thread
-computes every block itself.
+thread count (pmap's device threads, :func:`plax.blas_threads.limited`; another thread's
+:func:`~plax.blas_threads.on_one_thread` call), the calling thread computes every block
+itself, with the count that block holds: the same bits only where that count is 1 (pmap's
+``cores // devices`` may be more, and another thread's count is restored when its call
+ends).
 """
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ _NAMES = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads6
           ("openblas_get_num_threads", "openblas_set_num_threads"))
 _found: list | None = None
 _lock = threading.Lock()
-_depth = [0]
+_depth = [0]            # blocks holding the count now, on every thread
+_unrestored: list = []  # [(thread, counts)]: the outermost block's, until it restores them
 
 
 def _controls() -> list:
@@ -137,6 +138,7 @@ def _hold(want: int) -> list | None:
         saved = [(put, get()) for get, put in controls]
         for put, _ in saved:
             put(want)
+        _unrestored[:] = [(threading.get_ident(), saved)]
         return saved
 
 
@@ -144,5 +146,29 @@ def _release(held: list | None) -> None:
     """Undoes :func:`_hold` (restoring the counts it saved, if it was the outermost)."""
     with _lock:
         _depth[0] -= 1
-        for put, n in held or ():
-            put(n)
+        if held is not None:
+            for put, n in held:
+                put(n)
+            _unrestored.clear()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the forking thread: blocks other threads held are not there
+    to release, so the count the outermost one set (1 for :func:`on_one_thread`) would stay,
+    and :func:`held` answer True, for the child's life. The counts are restored now unless
+    the forking thread itself set them (it restores them when its block ends: a pmap's
+    :func:`limited`; blocks it holds nested in another's are forgotten, and their ends then
+    leave BLAS alone)."""
+    ours = bool(_unrestored) and _unrestored[0][0] == threading.get_ident()
+    _depth[0] = int(ours)
+    if not ours:
+        for _, saved in _unrestored:
+            for put, n in saved:
+                put(n)
+        _unrestored.clear()
+    _lock.release()  # (taken before the fork, so that the state above was not mid-update)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                        after_in_child=_after_fork_in_child)

@@ -309,9 +309,14 @@ def test_parallel_kernels_yield_to_spinning_blas_threads():
         assert kernels.blas_threads_spinning()
         run(2)
         assert seen == [before, 1] and numba.get_num_threads() == before
-        # a jitted product big enough for BLAS's threads records it
+        # a jitted product big enough for BLAS's threads records it (one run on a single
+        # BLAS thread, kernels.BLAS_SERIAL_MAX, does not: no workers spin after it)
         clock[0] = 0.0
         k = kernels.BLAS_THREADED_MIN // 64 + 1
+        m = np.ones((8, k), np.float32)
+        plax.jit(lambda a, b: a @ b, backend="numba")(m, m.T)
+        assert clock[0] == 0.0
+        k = kernels.BLAS_SERIAL_MAX // 64 + 1
         m = np.ones((8, k), np.float32)
         plax.jit(lambda a, b: a @ b, backend="numba")(m, m.T)
         assert clock[0] > 0

@@ -40,6 +40,41 @@ def test_one_thread_inside_and_restored_after():
     assert blas_threads._depth[0] == 0
 
 
+@needs_openblas
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_a_child_forked_while_another_thread_holds_the_count():
+    """The thread holding BLAS at one thread (and its restoring) is not in a forked child:
+    the child gets the count back, and holds and restores it itself."""
+    import os
+    import threading
+
+    def counts():
+        return [get() for get, _ in blas_threads._controls()]
+    before = counts()
+    inside, leave = threading.Event(), threading.Event()
+    holder = threading.Thread(target=blas_threads.on_one_thread(
+        lambda: (inside.set(), leave.wait(30))))
+    holder.start()
+    try:
+        assert inside.wait(30) and counts() == [1] * len(before)
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only if the count is back and held anew
+            ok = False
+            try:
+                free = counts() == before and not blas_threads.held()
+                seen = []
+                blas_threads.on_one_thread(lambda: seen.append(counts()))()
+                ok = free and seen == [[1] * len(before)] and counts() == before
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        leave.set()
+        holder.join()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert counts() == before and not blas_threads.held()
+
+
 def _eqn(f, *args):
     return plax.make_jaxpr(f)(*args).eqns[0]
 
@@ -152,7 +187,7 @@ def test_large_products_split_into_column_blocks(monkeypatch):
                         lambda block, n: (blocks.append(n), real(block, n))[1])
     got = step(a, b)
     assert blocks == [split_products.BLOCKS]
-    with blas_threads.limited(2):
+    with blas_threads.limited(blas_threads.cores()):  # (one BLAS thread on any host)
         nested = blas_threads.held()
         alone = step(a, b)
     np.testing.assert_array_equal(got, alone)

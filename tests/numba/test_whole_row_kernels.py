@@ -89,3 +89,21 @@ def test_no_rows_to_add():
                                           np.zeros((0, 3), np.float32), **scatter.params)
     np.testing.assert_array_equal(got, table)
     assert got is not table
+
+
+@pytest.mark.parametrize("mode", list(lax.GatherScatterMode))
+def test_uint64_rows_past_int64_as_the_reference_kernels(mode):
+    """A uint64 row index of 2**63 or more is out of range (clamped or dropped as the
+    reference kernels do), not a negative row."""
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    gather, scatter = _embedding_eqns(table, np.zeros((2,), np.int32))
+    rows = np.array([[2**63 + 3], [1]], np.uint64)
+    updates = np.full((2, 3), 100, np.float32)
+    gp, sp = dict(gather.params, mode=mode), dict(scatter.params, mode=mode)
+    pairs = [(kernels_rows.gather_kernel(table, rows, **gp),
+              impls()[lax.gather_p](table, rows, **gp)),
+             (kernels_rows.scatter_add_kernel(table, rows, updates, **sp),
+              impls()[lax.scatter_add_p](table, rows, updates, **sp))]
+    for got, want in pairs:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
