@@ -768,13 +768,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
                 in_dtype = np.dtype(eqn.invars[0].aval.dtype)
-                if row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS and block > 1:
+                if row_wise and _summed_after_row(eqn, rank) and block > 1:
                     row_pre.append(f"row_w{k} = np.empty(({block}, {dims[-1]}), "
                                    f"{_t(in_dtype)})")
                     row_bind.append(f"row_w{k}_r = row_w{k}[{idx[-2]} - row_lo]")
                     body.append(f"row_w{k}_r[{idx[-1]}] = {operand}")
                     block_post += _block_sums(k, block, init, update, idx, dims)
-                elif row_wise and axes == [rank - 1] and in_dtype not in LOW_FLOATS:
+                elif row_wise and _summed_after_row(eqn, rank):
                     row_pre.append(f"row_w{k} = np.empty({dims[-1]}, {_t(in_dtype)})")
                     body.append(f"row_w{k}[{idx[-1]}] = {operand}")
                     row_post += [f"row_acc{k} = {init}", f"for row_q{k} in range({dims[-1]}):",
@@ -928,11 +928,9 @@ def row_block(cluster, shape: tuple) -> int:
     over ``shape`` sums at once: :data:`ROW_BLOCK`, 4 or 2, the most whose scratch rows fit
     :data:`ROW_BLOCK_BYTES`, and while blocks of the threaded axis (the outermost, for a
     matrix) still number 16 or more; 1: a row at a time, or no reduction along the rows."""
-    last = len(shape) - 1
-    operands = [np.dtype(e.invars[0].aval.dtype) for e in cluster.eqns
-                if fusion_kind(e.primitive) == REDUCTION and list(e.params["axes"]) == [last]]
-    # (float16/bfloat16 values accumulate in the row's loop itself: no scratch row)
-    widest = max([d.itemsize for d in operands if d not in LOW_FLOATS] or [0])
+    widest = max((np.dtype(e.invars[0].aval.dtype).itemsize for e in cluster.eqns
+                  if fusion_kind(e.primitive) == REDUCTION
+                  and _summed_after_row(e, len(shape))), default=0)
     if not widest:  # no row summed after the row: nothing to interleave
         return 1
     block = ROW_BLOCK
@@ -940,6 +938,15 @@ def row_block(cluster, shape: tuple) -> int:
                          or (len(shape) == 2 and shape[0] < 16 * block)):
         block //= 2
     return block
+
+
+def _summed_after_row(eqn, rank: int) -> bool:
+    """Whether the reduction ``eqn``, in a row-wise threaded loop over ``rank`` axes
+    (``row_wise`` in :func:`plan_cluster`), sums each row after the row from a scratch row:
+    it reduces the last axis alone, and its operand is not float16/bfloat16 (those
+    accumulate in the row's loop itself). :func:`row_block` sizes the scratch rows of these."""
+    return (list(eqn.params["axes"]) == [rank - 1]
+            and np.dtype(eqn.invars[0].aval.dtype) not in LOW_FLOATS)
 
 
 def _block_sums(k: int, block: int, init: str, update, idx: list, dims: list) -> list[str]:

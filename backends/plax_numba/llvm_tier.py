@@ -363,7 +363,7 @@ def _plan(cluster, kernel_plan, function_only: bool = False):
     if function_only:
         return loop
     return _with_entry(loop, tuple(int(n) for n in cluster.shape), len(cluster.inputs),
-                       tuple(getattr(kernel_plan, "given", ())))
+                       tuple(kernel_plan.given))
 
 
 def _loop_function(cluster, kernel_plan) -> "LoopFunction":
