@@ -242,9 +242,8 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     host = _concrete(a, "unique")
     ax = None if axis is None else canonicalize_axis(axis, host.ndim)
     length = host.size if ax is None else host.shape[ax]
-    if length == 0 and size and fill_value is None:
-        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                         "fill_value must be specified")
+    if length == 0:
+        _check_fill_of_empty(size, fill_value)
     if host.size == 0:
         res = _unique_of_no_elements(host, ax, None if size is None else int(size), fill_value)
     else:
@@ -304,6 +303,15 @@ def _cumulative_mask(a):
     return cumsum(lax.ne(a, lax.full_like(a, 0)))
 
 
+def _check_fill_of_empty(size, fill_value) -> None:
+    """JAX's refusal to pad ``unique`` of an input of no elements to a nonzero ``size``
+    without a ``fill_value`` (``jnp.unique`` and the ``unique_*`` functions of
+    ``plax.numpy.sets``)."""
+    if size and fill_value is None:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+
+
 def _unique_of_no_elements(host: np.ndarray, ax: int | None, size: int | None, fill_value):
     """``unique``'s four results for an input of no elements, as JAX 0.10 gives them: along
     an axis of length ``n`` whose slices hold no elements every slice is the same one, so
@@ -355,9 +363,7 @@ def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
     flat = lax.sort(ravel(a), 0)
     n = get_aval(flat).shape[0]
     if n == 0:  # (no unique value: the counts are empty, as JAX's, not padded)
-        if fill_value is None and size:
-            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                             "fill_value must be specified")
+        _check_fill_of_empty(size, fill_value)
         values = lax.full((size,), 0 if fill_value is None else fill_value,
                           get_aval(flat).dtype)
         return (values, lax.full((0,), 0, dtypes.default_int_dtype())) if return_counts \
