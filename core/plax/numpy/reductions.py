@@ -13,8 +13,6 @@ from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike, reject_out
 
 
-
-
 def _keep(x, shape, axes, keepdims):
     if not keepdims:
         return x
