@@ -2,7 +2,9 @@
 package, and not run by CI): the names the docstring examples of ``core/plax`` use without
 importing them, as JAX's doctests have ``jnp`` and ``np``. An example run this way sees its
 module's globals plus these: ``plax`` (also as ``jax``, the drop-in spelling of the
-tutorials), ``jnp``, ``lax``, ``random`` and ``np``.
+tutorials), ``jnp``, ``lax``, ``random`` and ``np``. Any other run that collects below
+``core/`` (CI's conformance kit, ``core/plax/testing/conformance``) is left as it is: nothing
+imported, and no need of pytest's doctest plugin (``-p no:doctest`` works).
 """
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _plax_doctest_names(doctest_namespace):
+def _plax_doctest_names(request):
+    if not request.config.getoption("doctestmodules", False):
+        return
     import plax
     from plax import lax, random
     from plax import numpy as jnp
-    doctest_namespace.update(plax=plax, jax=plax, jnp=jnp, lax=lax, random=random, np=np)
+    request.getfixturevalue("doctest_namespace").update(
+        plax=plax, jax=plax, jnp=jnp, lax=lax, random=random, np=np)

@@ -111,11 +111,11 @@ def _has_placeholders(fmt: str) -> bool:
     return first is not None and first[1] is not None
 
 
-def _formatter(fmt: str, options: dict) -> Callable[..., str]:
+def _formatter(fmt: str, options: dict, name: str) -> Callable[..., str]:
     """The run-time message of a debug print or log: ``fmt.format(*args, **kwargs)`` under
     NumPy's print options of trace time when the template has placeholders (see
     :func:`_has_placeholders`), else, as JAX prints it, the template and the ``str`` of each
-    positional argument joined by spaces."""
+    positional argument joined by spaces. ``name``: ``"print"`` or ``"log"``, for its error."""
     if _has_placeholders(fmt):
         def message(*a, **k):
             with np.printoptions(**options):
@@ -124,9 +124,10 @@ def _formatter(fmt: str, options: dict) -> Callable[..., str]:
 
     def unformatted(*a, **k):
         if k:  # JAX stages such a call too and fails when it runs (its callback asserts)
-            raise ValueError(f"`jax.debug.print` of the template {fmt!r}, whose first piece "
+            raise ValueError(f"`jax.debug.{name}` of the template {fmt!r}, whose first piece "
                              "is not a replacement field, prints its positional arguments "
-                             f"after it and takes no keyword arguments; got {sorted(k)}")
+                             f"after it and takes no keyword arguments; got {sorted(k)}: pass "
+                             "them positionally, or begin the template with a field")
         return " ".join((fmt, *(str(v) for v in a)))
     return unformatted
 
@@ -162,7 +163,7 @@ def print(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False
     if not skip_format_check:
         _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
-    message = _formatter(fmt, options)
+    message = _formatter(fmt, options, "print")
 
     def _print(*a, **k):
         builtins.print(message(*a, **k))
@@ -220,7 +221,7 @@ def log(fmt: str, *args: Any, ordered: bool = False, partitioned: bool = False,
     if not skip_format_check:
         _check_format(fmt, args, kwargs)
     options = np.get_printoptions()
-    message = _formatter(fmt, options)
+    message = _formatter(fmt, options, "log")
     import copy
     caller = sys._getframe(1)
     logger = logging.getLogger(LOG_LOGGER)

@@ -124,7 +124,8 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
             return dtype
         # (JAX's exception here; plax's other dtype checks give a key dtype a TypeError)
         raise ValueError(f"canonicalize_dtype got the extended dtype {dtype} with "
-                         "allow_extended_dtype=False") from None
+                         "allow_extended_dtype=False (pass allow_extended_dtype=True to "
+                         "accept a key dtype)") from None
     return _canonicalize(np_dtype, x64)
 
 

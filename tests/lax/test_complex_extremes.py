@@ -55,9 +55,16 @@ def test_reductions_fold_from_the_identity(is_max):
     reduce = jnp.max if is_max else jnp.min
     _same(reduce(jnp.asarray(rows), axis=1), [_fold(r, is_max) for r in rows])
     _same(reduce(jnp.asarray(rows[:3].T), axis=0), [_fold(r, is_max) for r in rows[:3]])
-    # ``initial``: max(reduced, initial), as JAX combines them
+    # ``initial``: max(initial, reduced), as JAX combines them (a NaN reduced value wins)
     got = reduce(jnp.asarray(rows[:8]), axis=1, initial=complex(0.5, 0.0))
-    _same(got, [_fold([complex(0.5, 0.0)], is_max, _fold(r, is_max)) for r in rows[:8]])
+    _same(got, [_fold([_fold(r, is_max)], is_max, complex(0.5, 0.0)) for r in rows[:8]])
+    # ``where``: the masked elements are the identity (folded in their places), not
+    # ``initial`` (here a NaN, which loses)
+    mask = np.arange(4) % 2 == 0
+    identity = complex(-np.inf if is_max else np.inf, 0.0)
+    got = reduce(jnp.asarray(rows[:8]), axis=1, initial=complex(np.nan, 0.0), where=mask)
+    _same(got, [_fold([_fold(np.where(mask, r, identity), is_max)], is_max,
+                      complex(np.nan, 0.0)) for r in rows[:8]])
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -91,9 +98,15 @@ def test_as_jax():
     rows = np.random.default_rng(3).choice(_VALUES, (16, 3))
     for ours, theirs in ((lax.max, jax.lax.max), (lax.min, jax.lax.min)):
         _same(ours(jnp.asarray(x), jnp.asarray(y)), theirs(x, y))
+    mask = np.arange(3) != 1
     for name in ("max", "min"):
         _same(getattr(jnp, name)(jnp.asarray(rows), axis=1),
               getattr(jax.numpy, name)(rows, axis=1))
+        for initial in (complex(0.0, 0.0), complex(-0.0, 1.0), complex(np.nan, 0.0)):
+            _same(getattr(jnp, name)(jnp.asarray(rows), axis=1, initial=initial, where=mask),
+                  getattr(jax.numpy, name)(rows, axis=1, initial=initial, where=mask))
+            _same(getattr(jnp, name)(jnp.asarray(rows), axis=1, initial=initial),
+                  getattr(jax.numpy, name)(rows, axis=1, initial=initial))
     for ours, theirs in ((lax.cummax, jax.lax.cummax), (lax.cummin, jax.lax.cummin)):
         for reverse in (False, True):
             _same(ours(jnp.asarray(rows), axis=1, reverse=reverse),

@@ -42,7 +42,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     new_dtype = dtypes.canonicalize_dtype(new_dtype, allow_extended_dtype=True)
     aval = aval_of(operand)
     if not isinstance(new_dtype, np.dtype):  # a PRNG key dtype: JAX's ValueError
-        raise ValueError(f"Cannot convert_element_type from {aval.dtype} to {new_dtype}")
+        raise ValueError(f"Cannot convert_element_type from {aval.dtype} to {new_dtype} "
+                         "(key arrays are made from their data by random.wrap_key_data)")
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):

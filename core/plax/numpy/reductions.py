@@ -13,8 +13,6 @@ from plax.transforms.jit import jit_when_traced
 from plax.numpy.util import asarray_weak, canonicalize_axis_tuple, check_arraylike, reject_out
 
 
-
-
 def _keep(x, shape, axes, keepdims):
     if not keepdims:
         return x
@@ -56,14 +54,20 @@ def _reduction(name, a, axis, dtype, keepdims, where, initial, prim_fn, identity
         from plax.numpy.ufuncs import where as jwhere
         from plax.numpy.util import broadcast_to
         mask = broadcast_to(asarray_weak(where), aval.shape)
-        x = jwhere(mask, x, lax.full((), identity, compute))
+        fill = identity
+        if name in ("max", "min"):  # (as JAX: the reduction's identity; initial joins below)
+            from plax.lax.windows import reduction_identity
+            fill = reduction_identity(compute, name)
+        x = jwhere(mask, x, lax.full((), fill, compute))
     if builtins.any(aval.shape[i] == 0 for i in axes) and identity is None and initial is None:
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
     out = prim_fn(x, axes)
     if initial is not None:
         from plax.numpy.ufuncs import maximum, minimum, add, multiply
         combine = {"sum": add, "prod": multiply, "max": maximum, "min": minimum}[name]
-        out = combine(out, lax.full((), initial, compute))
+        # JAX's op(initial, result): complex max/min keep the first operand only when it
+        # wins strictly (plax.lowering.complex_extremes), so the order matters there
+        out = combine(lax.full((), initial, compute), out)
     if compute != dt:
         out = lax.convert_element_type(out, dt)
     return _keep(out, aval.shape, axes, keepdims)

@@ -242,18 +242,22 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     host = _concrete(a, "unique")
     ax = None if axis is None else canonicalize_axis(axis, host.ndim)
     length = host.size if ax is None else host.shape[ax]
-    if length == 0 and size and fill_value is None:
-        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                         "fill_value must be specified")
+    if length == 0:
+        _check_fill_of_empty(size, fill_value)
     if host.size == 0:
         res = _unique_of_no_elements(host, ax, None if size is None else int(size), fill_value)
     else:
-        res = np.unique(host, return_index=True, return_inverse=True, return_counts=True,
-                        axis=ax, equal_nan=bool(equal_nan))
+        # (only what is asked for: an index or an inverse costs NumPy a stable argsort of
+        # the whole input, many times the values' sort)
+        wanted = (return_index, return_inverse, return_counts)
+        got = np.unique(host, return_index=return_index, return_inverse=return_inverse,
+                        return_counts=return_counts, axis=ax, equal_nan=bool(equal_nan))
+        got = iter(got if isinstance(got, tuple) else (got,))
+        res = (next(got),) + tuple(next(got) if w else None for w in wanted)
         if size is not None:
             res = _sized_unique(res, int(size), fill_value, 0 if ax is None else ax)
     values, index, inverse, counts = res
-    if ax is None:
+    if ax is None and return_inverse:
         inverse = inverse.reshape(host.shape)  # as JAX: the inverse has the input's shape
     int_dtype = dtypes.default_int_dtype()
     res = [values] + [r.astype(int_dtype) for r, wanted in
@@ -304,6 +308,15 @@ def _cumulative_mask(a):
     return cumsum(lax.ne(a, lax.full_like(a, 0)))
 
 
+def _check_fill_of_empty(size, fill_value) -> None:
+    """JAX's refusal to pad ``unique`` of an input of no elements to a nonzero ``size``
+    without a ``fill_value`` (``jnp.unique`` and the ``unique_*`` functions of
+    ``plax.numpy.sets``)."""
+    if size and fill_value is None:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+
+
 def _unique_of_no_elements(host: np.ndarray, ax: int | None, size: int | None, fill_value):
     """``unique``'s four results for an input of no elements, as JAX 0.10 gives them: along
     an axis of length ``n`` whose slices hold no elements every slice is the same one, so
@@ -327,7 +340,7 @@ def _sized_unique(res: tuple, size: int, fill_value, ax: int) -> tuple:
     """``np.unique``'s ``(values, index, inverse, counts)`` of a non-empty input cut or
     padded to ``size`` unique values along ``ax`` as JAX's ``size`` gives them: padding
     repeats the first unique value (or is ``fill_value``) with the first value's index, and
-    counts 0; the inverse is unchanged."""
+    counts 0; the inverse is unchanged. Results not asked for are None, and stay None."""
     values, index, inverse, counts = res
     kept = min(size, values.shape[ax])
     pad = size - kept
@@ -340,8 +353,9 @@ def _sized_unique(res: tuple, size: int, fill_value, ax: int) -> tuple:
 
     first = np.take(values, [0], axis=ax)
     filler = first if fill_value is None else np.full_like(first, fill_value)
-    return (cut_pad(values, ax, filler), cut_pad(index, 0, index[:1]), inverse,
-            cut_pad(counts, 0, np.zeros(1, counts.dtype)))
+    return (cut_pad(values, ax, filler),
+            None if index is None else cut_pad(index, 0, index[:1]), inverse,
+            None if counts is None else cut_pad(counts, 0, np.zeros(1, counts.dtype)))
 
 
 def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
@@ -355,9 +369,7 @@ def _unique_traced(a, size: int, fill_value, return_counts: bool = False,
     flat = lax.sort(ravel(a), 0)
     n = get_aval(flat).shape[0]
     if n == 0:  # (no unique value: the counts are empty, as JAX's, not padded)
-        if fill_value is None and size:
-            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                             "fill_value must be specified")
+        _check_fill_of_empty(size, fill_value)
         values = lax.full((size,), 0 if fill_value is None else fill_value,
                           get_aval(flat).dtype)
         return (values, lax.full((0,), 0, dtypes.default_int_dtype())) if return_counts \

@@ -265,9 +265,8 @@ def _unique_parts(name: str, x, size, fill_value):
     flat = _ravel(x)
     n = get_aval(flat).shape[0]
     if n == 0:  # as jnp.unique (and JAX): only the values are padded to size
-        if size and fill_value is None:
-            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                             "fill_value must be specified")
+        from plax.numpy.searching import _check_fill_of_empty
+        _check_fill_of_empty(size, fill_value)
         none = lax.full((0,), 0, _index_dtype())
         values = lax.full((int(size or 0),), 0 if fill_value is None else fill_value,
                           get_aval(flat).dtype)

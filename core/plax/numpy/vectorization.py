@@ -181,10 +181,7 @@ class ufunc:
         from plax.numpy.shape_ops import moveaxis, ravel
         from plax.numpy.util import canonicalize_axis
         self._binary("reduce")
-        reject_out(out, f"{self.__name__}.reduce()")
-        if where is not None:
-            raise NotImplementedError(f"where argument of {self.__name__}.reduce() is not "
-                                      "supported")
+        reject_out(out, f"{self.__name__}.reduce()", where=where)
         a = asarray_weak(a)
         if dtype is not None:
             a = lax.convert_element_type(a, np.dtype(dtype))
