@@ -11,6 +11,12 @@ with the same cluster) is used at once, without tiering; one in the disk cache (
 any process: :func:`plax_numba.cache.on_disk`) is loaded when the program is built, and
 runs from the first call.
 
+A program small enough for a whole-program kernel is not even planned before it is hot
+(:func:`planned_when_hot`): its first calls run on its reference tier, as they would while
+the kernel compiled, and the call that makes it hot plans the kernel and requests it (from
+the caches when it is there). Generating a kernel's source is milliseconds of Python, which
+a program called once (a test's, a set-up's) never repays.
+
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
 ``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache: the step that gets hot
 hands it over at once (:func:`counting`'s ``request``), a parallel kernel's serial form
