@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from plax.backend import Backend, UnsupportedPrimitiveError
+from plax.backend import Backend, UnsupportedPrimitiveError, executable_text
 from plax.device import cpu_devices
 from plax_numpy.backend import NumpyBackend
 
@@ -187,7 +187,8 @@ class NumbaBackend(Backend):
         step.__plax_source__ = ("# a whole-program kernel, planned once the program is hot "
                                 "(as_text() plans it now); until then:\n"
                                 + interp.__plax_source__)
-        step.as_text = lambda: step.plan_now().as_text()
+        # (the planned step's text; the reference tier's where planning failed, warned)
+        step.as_text = lambda: executable_text(step.plan_now())
         return step
 
     def _whole_step(self, jaxpr, device, interp):

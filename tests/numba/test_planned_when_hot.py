@@ -107,3 +107,16 @@ def test_passes_over_a_program_share_its_fusion_units(tiered_no_compiles, numba_
     before = program.fusion_units_formed()
     numba_backend.compile(jaxpr, plax.devices("cpu")[0])
     assert program.fusion_units_formed() - before == 1
+
+
+def test_a_plan_that_fails_leaves_the_reference_tier_running():
+    from plax.lowering import PlaxFallbackWarning
+    from plax_numba import tiered
+
+    def plan():
+        raise RuntimeError("no plan")
+    step = tiered.planned_when_hot(lambda a: [a * 2], plan, 1, after=2)
+    assert step(3) == [6]
+    with pytest.warns(PlaxFallbackWarning, match="no plan"):
+        assert step(4) == [8]
+    assert step(5) == [10] and step.plan_now()(1) == [2]
