@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from plax.backend import Backend, UnsupportedPrimitiveError
+from plax.backend import Backend, UnsupportedPrimitiveError, executable_text
 from plax.device import cpu_devices
 from plax_numpy.backend import NumpyBackend
 from plax_numba import kernels_conv
@@ -142,13 +142,18 @@ class NumbaBackend(Backend):
         return limited()
 
     def compile(self, jaxpr, device) -> Callable[..., Sequence[Any]]:
-        from plax.lowering import fold_transposed_products, lower
-        from plax_numba.emitter import NumbaEmitter  # not numba: the first compile job does
+        from plax.lowering import fold_transposed_products
         # gradients' matrix products written in their final layout (no strided transposes)
         jaxpr = fold_transposed_products(jaxpr, min_elements=FOLD_MIN_ELEMENTS)
         whole = self._compile_whole(jaxpr, device)
         if whole is not None:
             return whole
+        return self._per_cluster(jaxpr, device)
+
+    def _per_cluster(self, jaxpr, device):
+        """The program as one step per fusion cluster or lone equation, each tiered."""
+        from plax.lowering import lower
+        from plax_numba.emitter import NumbaEmitter  # not numba: the first compile job does
         emitter = NumbaEmitter(self, device, parallel=None if numba_threads_useful(jaxpr)
                                else False)
         fn = lower(jaxpr, emitter, self, device)
@@ -165,18 +170,44 @@ class NumbaBackend(Backend):
         """The program as one whole-program kernel (:mod:`plax_numba.wholegen`) when it is
         small (:func:`whole_program_worthwhile`) and fully expressible, else None. Until the
         kernel is compiled (tiering) the program runs on the reference kernels; if its
-        compilation fails, on the per-cluster program instead."""
+        compilation fails, on the per-cluster program instead.
+
+        Tiered, the kernel is planned only once the program is hot
+        (:func:`plax_numba.tiered.planned_when_hot`): until then it runs on the reference
+        kernels, as it would while its kernel compiles, and a program called once costs no
+        plan. A program the generator cannot express then gets its per-cluster program."""
         from plax.lowering import lower
-        from plax_numba import codegen, tiered, wholegen
-        from plax_numba.emitter import NumbaEmitter, in_reference_tier, native_step
+        from plax_numba import tiered
+        from plax_numba.emitter import NumbaEmitter, in_reference_tier
         if not whole_program_worthwhile(jaxpr) or in_reference_tier():
             return None
+        if tiered.sync_mode():
+            return self._whole_step(jaxpr, device, None)
+        interp = lower(jaxpr, NumbaEmitter(self, device, False), self, device)
+
+        def hot():
+            step = self._whole_step(jaxpr, device, interp)
+            return step if step is not None else self._per_cluster(jaxpr, device)
+        step = tiered.planned_when_hot(interp, hot, len(jaxpr.invars))
+        step.__plax_source__ = ("# a whole-program kernel, planned once the program is hot "
+                                "(as_text() plans it now); until then:\n"
+                                + interp.__plax_source__)
+        # (the planned step's text; the reference tier's where planning failed, warned)
+        step.as_text = lambda: executable_text(step.plan_now())
+        return step
+
+    def _whole_step(self, jaxpr, device, interp):
+        """The whole-program kernel's step (:func:`plax_numba.emitter.native_step`) running
+        ``interp`` until its kernel is ready (None: compile synchronously), or None where the
+        generator declines the program or a synchronous compilation failed (warned)."""
+        from plax.lowering import lower
+        from plax_numba import codegen, wholegen
+        from plax_numba.emitter import NumbaEmitter, native_step
         try:
             plan = wholegen.plan_program(jaxpr)
         except codegen.Unsupported:
             return None
-        sync = tiered.sync_mode()
-        interp = None if sync else lower(jaxpr, NumbaEmitter(self, device, False), self, device)
+        sync = interp is None
         sources: list = []
         step = native_step(plan, interp, sync, sources)
         if step is None:

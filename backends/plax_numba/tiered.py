@@ -11,6 +11,12 @@ with the same cluster) is used at once, without tiering; one in the disk cache (
 any process: :func:`plax_numba.cache.on_disk`) is loaded when the program is built, and
 runs from the first call.
 
+A program small enough for a whole-program kernel is not even planned before it is hot
+(:func:`planned_when_hot`): its first calls run on its reference tier, as they would while
+the kernel compiled, and the call that makes it hot plans the kernel and requests it (from
+the caches when it is there). Generating a kernel's source is milliseconds of Python, which
+a program called once (a test's, a set-up's) never repays.
+
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
 ``PLAX_NUMBA_WORKERS``, default 1), which writes numba's disk cache: the step that gets hot
 hands it over at once (:func:`counting`'s ``request``), a parallel kernel's serial form
@@ -68,7 +74,12 @@ def compile_after() -> int:
     starts compiling at the first call). A value that is not an integer is named in a
     warning and gives 2 (:func:`plax.config.env_number`; silently ignored, it would hide a
     typo meant to change tiering)."""
+    if getattr(_hot, "now", False):
+        return 1
     return max(1, env_number("PLAX_NUMBA_COMPILE_AFTER", 2, warn=True))
+
+
+_hot = threading.local()  # .now: a hot program is being planned (planned_when_hot)
 
 
 def compiles_in_worker() -> bool:
@@ -138,12 +149,7 @@ def counting(interp, job, after: int, request=None, at_once: bool = False):
         submit(job)
         return interp
     count = [0]
-    from plax_numba import compile_worker
-    if compile_worker.workers_wanted() > 0 and not sync_mode():
-        try:
-            compile_worker.prestart()
-        except OSError:  # no worker can start here: the job reports it (one warning)
-            pass
+    _prestart_worker()
 
     def run(*args):
         n = count[0] = count[0] + 1
@@ -156,6 +162,83 @@ def counting(interp, job, after: int, request=None, at_once: bool = False):
             submit(job)
         return interp(*args)
     return run
+
+
+def _prestart_worker() -> None:
+    """Starts the compile worker now (unless compilation is synchronous or in the background
+    thread): a step that will get hot overlaps its start-up with the calls before then."""
+    from plax_numba import compile_worker
+    if compile_worker.workers_wanted() > 0 and not sync_mode():
+        try:
+            compile_worker.prestart()
+        except OSError:  # no worker can start here: the job reports it (one warning)
+            pass
+
+
+def planned_when_hot(interp: Callable, plan: Callable[[], Callable], params: int,
+                     after: int | None = None) -> Callable:
+    """A program's step that runs ``interp`` (its reference tier) until it has run ``after``
+    times (default :func:`compile_after`), then what ``plan()`` returns.
+
+    Planning a program's kernels (generating their source, looking them up in the caches,
+    preparing the first tier: milliseconds of Python) is then never paid for a program called
+    once or twice, a test's or a set-up's, while a hot one gets the same step it got when it
+    was planned at once. ``plan`` runs once, on the thread of the call that makes the
+    program hot, with :func:`compile_after` at 1 inside it: the steps it builds request
+    their kernels at their first run, which is that call, as they would have at their
+    ``after``-th run had they been planned at the first.
+
+    Args:
+      interp: the program on its reference tier (``fn(*buffers) -> list``).
+      plan: builds the program's compiled step (same signature and results).
+      params: the program's number of inputs.
+      after: the runs that make the program hot.
+
+    Returns:
+      The step. ``step.__plax_planned__`` holds ``{"runs": calls so far, "step": the planned
+      step or None}``; ``step.plan_now()`` plans it at once (``as_text``) and returns it.
+
+    Example::
+
+      step = planned_when_hot(reference, lambda: native_step(...), len(jaxpr.invars))
+    """
+    after = compile_after() if after is None else after
+    state: dict = {"runs": 0, "step": None}
+    lock = threading.Lock()
+    _prestart_worker()
+
+    def planned(hot: bool = False) -> Callable:
+        with lock:
+            if state["step"] is None:
+                before = getattr(_hot, "now", False)
+                _hot.now = hot or before
+                try:
+                    state["step"] = plan()
+                except Exception as err:  # noqa: BLE001 - the reference tier keeps running
+                    warnings.warn(f"plax_numba: planning a hot program's kernels failed; it "
+                                  f"keeps running on the reference kernels. {err!r}",
+                                  PlaxFallbackWarning, stacklevel=3)
+                    state["step"] = interp
+                finally:
+                    _hot.now = before
+                ns["_run"] = state["step"]
+        return state["step"]
+
+    def cold(*args):
+        state["runs"] += 1
+        if state["runs"] >= after:
+            return planned(hot=True)(*args)
+        return interp(*args)
+
+    ns = {"_run": cold}
+    names = ", ".join(f"a{i}" for i in range(params))
+    # (explicit parameters: once planned, a call costs one more frame, ~60 ns, not *args')
+    exec(compile(f"def step({names}):\n    return _run({names})\n",
+                 "<plax_numba planned when hot>", "exec"), ns)
+    step = ns["step"]
+    step.__plax_planned__ = state
+    step.plan_now = planned
+    return step
 
 
 def switching(interp, build, after: int, at_once: bool = False):

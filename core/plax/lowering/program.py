@@ -11,6 +11,7 @@ accept it. The generated source is kept on the result as ``__plax_source__``.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
@@ -73,6 +74,41 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
     if not emitter.fuses:
         return list(jaxpr.eqns)
     options = emitter.fusion_options()
+    # one program is asked several times (the Numba backend's dispatch count, then its
+    # lowering; a whole-program kernel's reference tier, then its per-cluster fallback): the
+    # units depend on the jaxpr and the options alone, so they are kept per jaxpr object
+    per_options = _units_made.get(jaxpr)
+    if per_options is None:
+        per_options = _units_made[jaxpr] = {}
+    units = per_options.get(options)
+    if units is None:
+        units = per_options[options] = _fusion_units(jaxpr, options)
+        _formed[0] += 1
+    return list(units)
+
+
+#: jaxpr -> {FusionOptions: its units}: weak, so a program nobody holds frees its entry (the
+#: units hold the jaxpr's equations and variables, never the jaxpr itself)
+_units_made: "weakref.WeakKeyDictionary[Jaxpr, dict]" = weakref.WeakKeyDictionary()
+_formed = [0]
+
+
+def fusion_units_formed() -> int:
+    """How many times :func:`fusion_units` has formed a program's units in this process (a
+    program asked again, with the same options, is answered from what it formed: tests count
+    this to check that the passes over one program share one result).
+
+    Example:
+      >>> class Fusing(Emitter): fuses = True
+      >>> j = plax.make_jaxpr(lambda x: jnp.exp(x) * 2.0)(jnp.ones(3)).jaxpr
+      >>> before = fusion_units_formed()
+      >>> fusion_units(j, Fusing) == fusion_units(j, Fusing), fusion_units_formed() - before
+      (True, 1)
+    """
+    return _formed[0]
+
+
+def _fusion_units(jaxpr: Jaxpr, options) -> list:
     # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
     # a reduction over size-1 axes is a reshape, a view rather than a kernel; a repeated
     # equation, an elementwise one cut off by keepdims reshapes, a cheap one read only through
