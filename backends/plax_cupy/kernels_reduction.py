@@ -4,8 +4,9 @@ fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
 
 Sums and products of float32 and complex64, and max/min of float32, are plax-compiled row
 kernels (:func:`row_reduce`: CuPy's reductions flush float32 subnormals); other dtypes use
-CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
-lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
+CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min fold JAX's rule
+(:mod:`plax.lowering.complex_extremes`: a tie gives the later value, a NaN never wins) from
+whole-array operations, the generated kernels declining them (not associative). Bitwise reductions fold the reduced axis in
 halves (``log2(n)`` steps). argmax, argmin and the cumulative ops on every dtype they take
 are plax-compiled kernels (:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush
 float32 subnormals).
@@ -19,10 +20,9 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lowering import signed_zeros
+from plax.lowering import complex_extremes, signed_zeros
 from plax_cupy import kernels_rows
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_sort import lexicographic_order, sort_keys
 
 
 def _half(dtype) -> bool:
@@ -142,14 +142,10 @@ def _identity(dtype, largest: bool):
 def _extreme(is_max: bool):
     def reduce(x, *, axes):
         rows = _rows(x, axes)
-        if rows.shape[-1] == 0:  # nothing reduced: the identity
+        if rows.shape[-1] == 0 and x.dtype.kind != "c":  # nothing reduced: the identity
             return cupy.full(rows.shape[:-1], _identity(x.dtype, not is_max), x.dtype)
-        if x.dtype.kind == "c":
-            # lexicographic order; the reference takes the last (max) or first (min) of a
-            # stable sort, so ties resolve the same way
-            order = lexicographic_order(sort_keys(rows))
-            pick = order[..., -1:] if is_max else order[..., :1]
-            return cupy.take_along_axis(rows, pick, axis=-1)[..., 0]
+        if x.dtype.kind == "c":   # JAX's left fold, from whole-array operations
+            return complex_extremes.reduce_extreme(rows, is_max, xp=cupy)
         if x.dtype == np.float32:  # plax-compiled (CuPy's max/min flush subnormals)
             return row_reduce(x, axes, "max" if is_max else "min")
         out = rows.max(axis=-1) if is_max else rows.min(axis=-1)
