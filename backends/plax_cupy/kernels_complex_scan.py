@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax_cupy import dtypes
+from plax_cupy import codegen, dtypes
 
 
 def complex_scan_source(is_max: bool, dtype) -> tuple[str, str]:
@@ -33,12 +33,14 @@ def complex_scan_source(is_max: bool, dtype) -> tuple[str, str]:
     t = dtypes.ctype(dtype)
     part = "float" if dtype == np.complex64 else "double"
     flag = "true" if is_max else "false"
-    big = "INFINITY" if is_max else "-INFINITY"
+    # (the bound no operand beats; NVRTC has no INFINITY macro: the literals' bit patterns)
+    big = codegen.c_literal(np.inf if is_max else -np.inf, np.dtype(part))
+    identity = codegen.c_literal(complex(-np.inf if is_max else np.inf, 0.0), dtype)
     name = f"plax_complex_cum{'max' if is_max else 'min'}_{dtype.name}"
     source = f"""
 extern "C" __global__ void {name}(const {t}* __restrict__ x, {t}* __restrict__ out,
                                   long long outer, long long n, long long inner, int reverse) {{
-  const {t} identity = plax_cplx<{part}>(-({part}){big}, ({part})0);
+  const {t} identity = {identity};
   for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < outer * inner;
        row += (long long)blockDim.x * gridDim.x) {{
     const long long base = (row / inner) * n * inner + row % inner;
@@ -55,8 +57,8 @@ extern "C" __global__ void {name}(const {t}* __restrict__ x, {t}* __restrict__ o
       const {t} v = x[base + j * inner];
       if (j == n - 1 || plax_cfirst_wins(v, th, {flag})) r = v;
       // (NaN parts map to the bound no operand beats; the threshold holds no NaN)
-      const {t} m = v.re != v.re ? plax_cplx<{part}>(({part}){big}, ({part}){big})
-          : v.im != v.im ? plax_cplx<{part}>(v.re, ({part}){big}) : v;
+      const {t} m = v.re != v.re ? plax_cplx<{part}>({big}, {big})
+          : v.im != v.im ? plax_cplx<{part}>(v.re, {big}) : v;
       th = (j == n - 1 || plax_cfirst_wins(m, th, {flag})) ? m : th;
       out[base + j * inner] = plax_cfirst_wins(identity, th, {flag}) ? identity : r;
     }}
