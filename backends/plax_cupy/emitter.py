@@ -55,19 +55,23 @@ class _CodegenBound:
         return getattr(codegen, self.name)
 
 
-def _runs_apart(eqn) -> bool:
-    """Whether a cluster the generator declines may still run without ``eqn`` as one kernel,
-    ``eqn`` after it as its own step: an ``argmax``/``argmin``, or a reduction only a fold in
-    order computes (complex max/min, :attr:`plax_cupy.codegen.Reduction.folds_in_order`)."""
-    kind = fusion_kind(eqn.primitive, arg_reductions=True)
-    if kind == ARG_REDUCTION:
-        return True
-    if kind != REDUCTION:
+def _folds_in_order(eqn) -> bool:
+    """Whether ``eqn`` is a reduction only a fold in order computes (complex max/min,
+    :attr:`plax_cupy.codegen.Reduction.folds_in_order`): the kernel table's kernel by design."""
+    if fusion_kind(eqn.primitive) != REDUCTION:
         return False
     try:
         return codegen.reduction_of(eqn).folds_in_order
     except codegen.Unsupported:
         return False
+
+
+def _runs_apart(eqn) -> bool:
+    """Whether a cluster the generator declines may still run without ``eqn`` as one kernel,
+    ``eqn`` after it as its own step: an ``argmax``/``argmin``, or a reduction only a fold in
+    order computes (:func:`_folds_in_order`)."""
+    return fusion_kind(eqn.primitive, arg_reductions=True) == ARG_REDUCTION or \
+        _folds_in_order(eqn)
 
 
 class CupyEmitter(Emitter):
@@ -204,9 +208,10 @@ class CupyEmitter(Emitter):
                 launcher = self._launch(codegen.plan_equation(eqn))
             except codegen.Unsupported as why:
                 from plax_cupy.backend import warn_once
-                warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
-                          f"plax_cupy: {why}; {prim.name} runs as its kernel-table kernel instead "
-                          "of a generated kernel.")
+                if not _folds_in_order(eqn):   # (not a gap: the in-order fold by design)
+                    warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
+                              f"plax_cupy: {why}; {prim.name} runs as its kernel-table kernel "
+                              "instead of a generated kernel.")
             else:
                 return lambda *bufs: launcher(*bufs)[0]
         if prim.name == "scan":  # the whole scan as one kernel where its body allows it

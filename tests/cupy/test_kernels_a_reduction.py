@@ -95,6 +95,27 @@ def test_complex_extremes_fold_as_jax_bit_for_bit(dtype):
                            f"{prim.name} axis {axis} reverse {reverse}")
 
 
+def test_complex_extremes_in_a_jit_program_run_apart_quietly():
+    """In a compiled program the fusion cluster holding a complex reduce_max/reduce_min runs
+    its elementwise part as one generated kernel and the reduction after it (the in-order
+    fold, by design: no fallback warning), the reference's bits."""
+    import warnings
+    import plax
+    x = _complex_rows(np.complex64, 40)
+
+    def f(x):
+        y = x * 2
+        return (lax.reduce_max(y, (1,)), lax.reduce_min(y, (0,)), lax.max(y, y[:, ::-1]),
+                lax.cummax(y, axis=1, reverse=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = plax.jit(f)(plax.device_put(x, plax.devices("gpu")[0]))
+        got = [np.asarray(g) for g in got]
+    want = [np.asarray(w) for w in plax.jit(f, backend="numpy")(x)]
+    for g, w in zip(got, want, strict=True):
+        _same_bits(g, w, "jit")
+
+
 @pytest.mark.parametrize("dtype", [np.bool_] + INTS, ids=IDS)
 def test_bitwise_reductions(dtype):
     x = sample((3, 7, 5), dtype)
