@@ -31,10 +31,11 @@ def complex_scan_source(is_max: bool, dtype) -> tuple[str, str]:
     """
     dtype = np.dtype(dtype)
     t = dtypes.ctype(dtype)
-    part = "float" if dtype == np.complex64 else "double"
+    part_dtype = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+    part = dtypes.ctype(part_dtype)
     flag = "true" if is_max else "false"
     # (the bound no operand beats; NVRTC has no INFINITY macro: the literals' bit patterns)
-    big = codegen.c_literal(np.inf if is_max else -np.inf, np.dtype(part))
+    big = codegen.c_literal(np.inf if is_max else -np.inf, part_dtype)
     identity = codegen.c_literal(complex(-np.inf if is_max else np.inf, 0.0), dtype)
     name = f"plax_complex_cum{'max' if is_max else 'min'}_{dtype.name}"
     source = f"""
