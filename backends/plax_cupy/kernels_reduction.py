@@ -5,8 +5,9 @@ fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
 Sums and products of float32 and complex64, and max/min of float32, are plax-compiled row
 kernels (:func:`row_reduce`: CuPy's reductions flush float32 subnormals); other dtypes use
 CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min fold JAX's rule
-(:mod:`plax.lowering.complex_extremes`: a tie gives the later value, a NaN never wins) from
-whole-array operations, the generated kernels declining them (not associative). Bitwise reductions fold the reduced axis in
+(:mod:`plax.lowering.complex_extremes`: a tie gives the later value, a NaN never wins) in
+order, the generated kernels declining them (not associative): a thread a row
+(:func:`row_reduce`) up to :data:`COMPLEX_FOLD_MAX_ROW` elements, whole-array operations above. Bitwise reductions fold the reduced axis in
 halves (``log2(n)`` steps). argmax, argmin and the cumulative ops on every dtype they take
 are plax-compiled kernels (:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush
 float32 subnormals).
@@ -41,6 +42,12 @@ def _rows(x, axes):
 #: kernel (:func:`row_reduce`): CuPy's reductions flush their float32 subnormals (bfloat16
 #: reaches the table widened to float32)
 ROW_REDUCE_DTYPES = (np.dtype(np.float32), np.dtype(np.complex64))
+
+
+#: the longest row whose complex max/min one thread folds (:func:`row_reduce`, one launch);
+#: longer rows fold from whole-array operations (``complex_extremes.reduce_extreme``), whose
+#: few dozen launches cost less than one thread walking a long row (not tuned on a GPU)
+COMPLEX_FOLD_MAX_ROW = 4096
 
 
 def row_reduce_source(kind: str, dtype) -> tuple[str, str]:
@@ -82,8 +89,8 @@ extern "C" __global__ void {name}(const {t}* __restrict__ x, {t}* __restrict__ o
 
 
 def row_reduce(x, axes, kind: str):
-    """``kind`` over ``axes`` of ``x`` (a dtype of :data:`ROW_REDUCE_DTYPES`) as one
-    plax-compiled kernel (:func:`row_reduce_source`).
+    """``kind`` over ``axes`` of ``x`` (a dtype of :data:`ROW_REDUCE_DTYPES`, or complex for
+    max/min: JAX's fold in order) as one plax-compiled kernel (:func:`row_reduce_source`).
 
     Args:
       x: device array.
@@ -144,7 +151,10 @@ def _extreme(is_max: bool):
         rows = _rows(x, axes)
         if rows.shape[-1] == 0 and x.dtype.kind != "c":  # nothing reduced: the identity
             return cupy.full(rows.shape[:-1], _identity(x.dtype, not is_max), x.dtype)
-        if x.dtype.kind == "c":   # JAX's left fold, from whole-array operations
+        if x.dtype.kind == "c":   # JAX's left fold (not associative: no tree)
+            if 0 < rows.shape[-1] <= COMPLEX_FOLD_MAX_ROW:   # a thread a row, one launch
+                return row_reduce(x, axes, "max" if is_max else "min")
+            # (long rows: whole-array operations, parallel, a few dozen launches)
             return complex_extremes.reduce_extreme(rows, is_max, xp=cupy)
         if x.dtype == np.float32:  # plax-compiled (CuPy's max/min flush subnormals)
             return row_reduce(x, axes, "max" if is_max else "min")

@@ -74,13 +74,17 @@ def _same_bits(got, want, name):
     np.testing.assert_array_equal(got.view(words), want.view(words), err_msg=name)
 
 
+@pytest.mark.parametrize("fold_max_row", [4096, 8])
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
-def test_complex_extremes_fold_as_jax_bit_for_bit(dtype):
+def test_complex_extremes_fold_as_jax_bit_for_bit(dtype, fold_max_row, monkeypatch):
     """JAX 0.10.2's complex max/min (plax.lowering.complex_extremes: a tie gives the later
     operand with its zeros' signs, a NaN never wins), not associative, so folded in order:
-    reductions (rows of 700, past a block; several axes; empty), cummax/cummin forward and
+    reductions (rows of 700, past a block; several axes; empty) by a thread a row or, rows
+    past ``COMPLEX_FOLD_MAX_ROW``, whole-array operations; cummax/cummin forward and
     reverse (each suffix folded from its own start), on both axes: the reference's bits."""
+    from plax_cupy import kernels_reduction
     from test_kernels_a_simulated import run_kernel, reference
+    monkeypatch.setattr(kernels_reduction, "COMPLEX_FOLD_MAX_ROW", fold_max_row)
     x = _complex_rows(dtype, 700)
     for prim in (lax.reduce_max_p, lax.reduce_min_p):
         for operand, axes in ((x, (1,)), (x, (0,)), (x[:, :40].reshape(6, 8, 5), (0, 2)),
