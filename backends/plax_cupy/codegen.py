@@ -724,18 +724,16 @@ template <typename T> __device__ __forceinline__ plax_complex<T> operator/(plax_
 template <typename T> __device__ __forceinline__ bool operator==(plax_complex<T> a, plax_complex<T> b) { return a.re == b.re && a.im == b.im; }
 template <typename T> __device__ __forceinline__ bool operator!=(plax_complex<T> a, plax_complex<T> b) { return !(a == b); }
 template <typename T> __device__ __forceinline__ bool plax_isnan(plax_complex<T> a) { return a.re != a.re || a.im != a.im; }
-// lexicographic order (XLA); NaN wins, as NumPy's maximum/minimum of complex values
-template <typename T> __device__ __forceinline__ bool plax_cge(plax_complex<T> a, plax_complex<T> b) {
-  return (a.re > b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im >= b.im);
+// JAX's max/min of complex values (plax.lowering.complex_extremes): real parts compared, then
+// imaginary parts; the first operand only where it wins strictly, so a tie gives the second
+// (its zeros' signs too) and a NaN in a compared part never wins
+template <typename T> __device__ __forceinline__ bool plax_cfirst_wins(plax_complex<T> a, plax_complex<T> b, bool is_max) {
+  return a.re == b.re ? (is_max ? a.im > b.im : a.im < b.im) : (is_max ? a.re > b.re : a.re < b.re);
 }
-template <typename T> __device__ __forceinline__ bool plax_cle(plax_complex<T> a, plax_complex<T> b) {
-  return (a.re < b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im <= b.im);
-}
-template <typename T> __device__ __forceinline__ plax_complex<T> plax_max(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cge(a, b)) ? a : b; }
-template <typename T> __device__ __forceinline__ plax_complex<T> plax_min(plax_complex<T> a, plax_complex<T> b) { return (plax_isnan(a) || plax_cle(a, b)) ? a : b; }
-// reductions order complex values as the reference does (np.lexsort by real part, then
-// imaginary part; NaN after every number in each key); max is the last in that order (the
-// later of equals), min the first
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_max(plax_complex<T> a, plax_complex<T> b) { return plax_cfirst_wins(a, b, true) ? a : b; }
+template <typename T> __device__ __forceinline__ plax_complex<T> plax_min(plax_complex<T> a, plax_complex<T> b) { return plax_cfirst_wins(a, b, false) ? a : b; }
+// sort orders complex values as the reference does (np.lexsort by real part, then
+// imaginary part; NaN after every number in each key)
 template <typename T> __device__ __forceinline__ bool plax_nan_last_less(T a, T b, bool* tie) {
   const bool an = a != a, bn = b != b;
   *tie = (an && bn) || (!an && !bn && a == b);
@@ -747,8 +745,6 @@ template <typename T> __device__ __forceinline__ bool plax_csort_less(plax_compl
   if (!tie) return re;
   return plax_nan_last_less(a.im, b.im, &tie);
 }
-template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_max(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? s : v; }
-template <typename T> __device__ __forceinline__ plax_complex<T> plax_csort_min(plax_complex<T> s, plax_complex<T> v) { return plax_csort_less(v, s) ? v : s; }
 template <typename T> __device__ __forceinline__ T plax_cabs(plax_complex<T> z) { return hypot(z.re, z.im); }
 // z / |z| as NumPy: 0 at 0, NaN where a part is NaN (and |z| is not infinite), the direction
 // of the infinite part where one part is infinite, NaN where both are
@@ -1271,18 +1267,23 @@ class Reduction:
             return "false" if kind == "max" else "true"
         if is_floating(d):
             return c_literal(-np.inf if kind == "max" else np.inf, acc)
-        if d.kind == "c":  # the extremes of plax_csort_less's order (see empty_identity)
-            return c_literal(complex(-np.inf, -np.inf) if kind == "max" else complex(np.nan, np.nan), d)
+        if d.kind == "c":  # where XLA's fold starts (complex_extremes.reduce_extreme)
+            return c_literal(complex(-np.inf if kind == "max" else np.inf, 0.0), d)
         info = np.iinfo(d)
         return c_literal(info.min if kind == "max" else info.max, d)
 
     def empty_identity(self) -> str:
-        """What an *empty* reduction gives: :attr:`init`, except complex max/min, where XLA
-        gives ``-+inf + 0j`` -- which is not the identity of the order (``-inf - 1j`` is below
-        it, NaN values above), so it is only used where the reduced extent is zero."""
-        if self.dtype.kind == "c" and self.kind in ("max", "min"):
-            return c_literal(complex(-np.inf if self.kind == "max" else np.inf, 0.0), self.dtype)
+        """What an *empty* reduction gives: :attr:`init` (complex max/min too: ``-+inf + 0j``,
+        where XLA's fold starts)."""
         return self.init
+
+    @property
+    def folds_in_order(self) -> bool:
+        """Whether only a left fold in element order gives this reduction's result: complex
+        max/min, whose rule (a tie gives the later operand, a NaN never wins) is not
+        associative -- ``max(max(1, nan), 0)`` is 0, ``max(1, max(nan, 0))`` is 1 -- so a
+        thread per output folding in order computes it (:func:`plan_cluster` declines it)."""
+        return self.dtype.kind == "c" and self.kind in ("max", "min")
 
     def combine(self, s: str, v: str) -> str:
         """C++ source combining accumulator ``s`` with value ``v`` (both the accumulator type)."""
@@ -1294,9 +1295,7 @@ class Reduction:
         if kind in ("max", "min"):
             if self.dtype == np.bool_:
                 return f"({s} {'||' if kind == 'max' else '&&'} {v})"
-            if self.dtype.kind == "c":  # NumPy's sort order, as the reference reduces
-                return f"plax_csort_{kind}({s}, {v})"
-            return f"plax_{kind}({s}, {v})"
+            return f"plax_{kind}({s}, {v})"   # (complex: only folded in order, folds_in_order)
         op = {"and": "&", "or": "|", "xor": "^"}[kind]
         return f"(({acc})({s} {op} {v}))"
 
@@ -1608,6 +1607,10 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
             if red_axes is not None and axes != red_axes:
                 raise Unsupported("reductions over different axes in one cluster")
             red_axes = axes
+            if fusion_kind(eqn.primitive) == REDUCTION and reduction_of(eqn).folds_in_order:
+                # (the block tree combines threads' strided elements: not a fold in order)
+                raise Unsupported(f"{eqn.primitive.name} of complex values folds in order "
+                                  "(the kernel table's kernel)")
             if fusion_kind(eqn.primitive, arg_reductions=True) == ARG_REDUCTION and \
                     not reads_coalesced(shape, axes):
                 raise UnfusedArgReduction(f"{eqn.primitive.name} along axis {axes[0]} of {shape} "

@@ -309,7 +309,10 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             if tuple(eqn.invars[0].aval.shape) != shape or \
                     sorted(int(a) for a in eqn.params["axes"]) != list(range(rank - m, rank)):
                 raise codegen.Unsupported("a reduction outside the row")
-            reductions.append((eqn, codegen.reduction_of(eqn)))
+            red = codegen.reduction_of(eqn)
+            if red.folds_in_order:   # (a row's threads combine in a tree)
+                raise codegen.Unsupported(f"{eqn.primitive.name} of complex values in a row")
+            reductions.append((eqn, red))
         elif eqn.primitive in (lax.gather_p, lax.scatter_add_p) and m != 1:
             raise codegen.Unsupported(f"{eqn.primitive.name} in rows over {m} axes")
         elif picks(eqn):

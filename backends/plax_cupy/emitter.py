@@ -5,9 +5,10 @@ lone equations one kernel or CuPy/cuBLAS call each.
   ``argmax``/``argmin`` included) -> one :class:`plax_cupy.backend.Launcher` (one kernel, a
   split reduction included); a cluster with an ``argmax``/``argmin`` the generator declines
   (:class:`plax_cupy.codegen.UnfusedArgReduction`: read uncoalesced, a middle axis before a
-  few kept elements; or beside a reduction of other axes) -> the rest of the cluster's kernel,
-  then each of those as its coalesced kernel-table kernel (:mod:`plax_cupy.kernels_rows`),
-  as before they fused;
+  few kept elements; or beside a reduction of other axes), or with a complex max/min
+  reduction (JAX's rule is not associative: no block tree) -> the rest of the cluster's
+  kernel, then each of those as its kernel-table kernel (:mod:`plax_cupy.kernels_rows`;
+  complex max/min's in-order fold), as before they fused;
   a cluster the generator declines
   (:class:`plax_cupy.codegen.Unsupported`: reductions over different axes, a dtype outside
   the generator's map) is split by the driver into its equations;
@@ -35,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from plax.lowering import ARG_REDUCTION, Emitter, call_body, fusion_kind, inserts_unit_axes, \
-    sub_cluster
+from plax.lowering import ARG_REDUCTION, REDUCTION, Emitter, call_body, fusion_kind, \
+    inserts_unit_axes, sub_cluster
 
 from plax_cupy import codegen, codegen_rows_local
 
@@ -52,6 +53,25 @@ class _CodegenBound:
 
     def __get__(self, instance, owner) -> int:
         return getattr(codegen, self.name)
+
+
+def _folds_in_order(eqn) -> bool:
+    """Whether ``eqn`` is a reduction only a fold in order computes (complex max/min,
+    :attr:`plax_cupy.codegen.Reduction.folds_in_order`): the kernel table's kernel by design."""
+    if fusion_kind(eqn.primitive) != REDUCTION:
+        return False
+    try:
+        return codegen.reduction_of(eqn).folds_in_order
+    except codegen.Unsupported:
+        return False
+
+
+def _runs_apart(eqn) -> bool:
+    """Whether a cluster the generator declines may still run without ``eqn`` as one kernel,
+    ``eqn`` after it as its own step: an ``argmax``/``argmin``, or a reduction only a fold in
+    order computes (:func:`_folds_in_order`)."""
+    return fusion_kind(eqn.primitive, arg_reductions=True) == ARG_REDUCTION or \
+        _folds_in_order(eqn)
 
 
 class CupyEmitter(Emitter):
@@ -133,12 +153,12 @@ class CupyEmitter(Emitter):
         return self._launch(plan)
 
     def _arg_reductions_apart(self, cluster):
-        """A step running ``cluster`` without its ``argmax``/``argmin`` as one kernel, then
-        each of those on its operand as the equation's own step (the coalesced kernel-table
-        kernel), as before they joined clusters; None (the driver splits the cluster) where
+        """A step running ``cluster`` without its ``argmax``/``argmin`` and complex max/min
+        reductions (:func:`_runs_apart`) as one kernel, then each of those on its operand as
+        the equation's own step (the coalesced kernel-table kernel; complex max/min's in-order
+        fold), as before they joined clusters; None (the driver splits the cluster) where
         it has none, or the rest is declined too."""
-        apart = [e for e in cluster.eqns
-                 if fusion_kind(e.primitive, arg_reductions=True) == ARG_REDUCTION]
+        apart = [e for e in cluster.eqns if _runs_apart(e)]
         rest = [e for e in cluster.eqns if all(e is not a for a in apart)]
         if not apart or not rest:
             return None
@@ -188,9 +208,10 @@ class CupyEmitter(Emitter):
                 launcher = self._launch(codegen.plan_equation(eqn))
             except codegen.Unsupported as why:
                 from plax_cupy.backend import warn_once
-                warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
-                          f"plax_cupy: {why}; {prim.name} runs as its kernel-table kernel instead "
-                          "of a generated kernel.")
+                if not _folds_in_order(eqn):   # (not a gap: the in-order fold by design)
+                    warn_once(("jit", prim.name, tuple(str(v.aval.dtype) for v in eqn.invars)),
+                              f"plax_cupy: {why}; {prim.name} runs as its kernel-table kernel "
+                              "instead of a generated kernel.")
             else:
                 return lambda *bufs: launcher(*bufs)[0]
         if prim.name == "scan":  # the whole scan as one kernel where its body allows it

@@ -4,8 +4,10 @@ fused reduction kernels decline (float16, bfloat16, complex, several axes, ...).
 
 Sums and products of float32 and complex64, and max/min of float32, are plax-compiled row
 kernels (:func:`row_reduce`: CuPy's reductions flush float32 subnormals); other dtypes use
-CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min compare (real, imaginary)
-lexicographically, as XLA does, by a stable sort. Bitwise reductions fold the reduced axis in
+CuPy's (CUB) reductions; float16 accumulates in float32, as the reference kernels do. max/min propagate NaN; complex max/min fold JAX's rule
+(:mod:`plax.lowering.complex_extremes`: a tie gives the later value, a NaN never wins) in
+order, the generated kernels declining them (not associative): a thread a row
+(:func:`row_reduce`) up to :data:`COMPLEX_FOLD_MAX_ROW` elements, whole-array operations above. Bitwise reductions fold the reduced axis in
 halves (``log2(n)`` steps). argmax, argmin and the cumulative ops on every dtype they take
 are plax-compiled kernels (:mod:`plax_cupy.kernels_rows`: CuPy's own kernels flush
 float32 subnormals).
@@ -19,10 +21,9 @@ import numpy as np
 import cupy
 
 from plax import lax
-from plax.lowering import signed_zeros
+from plax.lowering import complex_extremes, signed_zeros
 from plax_cupy import kernels_rows
 from plax_cupy.kernels import kernel
-from plax_cupy.kernels_sort import lexicographic_order, sort_keys
 
 
 def _half(dtype) -> bool:
@@ -41,6 +42,12 @@ def _rows(x, axes):
 #: kernel (:func:`row_reduce`): CuPy's reductions flush their float32 subnormals (bfloat16
 #: reaches the table widened to float32)
 ROW_REDUCE_DTYPES = (np.dtype(np.float32), np.dtype(np.complex64))
+
+
+#: the longest row whose complex max/min one thread folds (:func:`row_reduce`, one launch);
+#: longer rows fold from whole-array operations (``complex_extremes.reduce_extreme``), whose
+#: few dozen launches cost less than one thread walking a long row (not tuned on a GPU)
+COMPLEX_FOLD_MAX_ROW = 4096
 
 
 def row_reduce_source(kind: str, dtype) -> tuple[str, str]:
@@ -82,8 +89,8 @@ extern "C" __global__ void {name}(const {t}* __restrict__ x, {t}* __restrict__ o
 
 
 def row_reduce(x, axes, kind: str):
-    """``kind`` over ``axes`` of ``x`` (a dtype of :data:`ROW_REDUCE_DTYPES`) as one
-    plax-compiled kernel (:func:`row_reduce_source`).
+    """``kind`` over ``axes`` of ``x`` (a dtype of :data:`ROW_REDUCE_DTYPES`, or complex for
+    max/min: JAX's fold in order) as one plax-compiled kernel (:func:`row_reduce_source`).
 
     Args:
       x: device array.
@@ -142,14 +149,13 @@ def _identity(dtype, largest: bool):
 def _extreme(is_max: bool):
     def reduce(x, *, axes):
         rows = _rows(x, axes)
-        if rows.shape[-1] == 0:  # nothing reduced: the identity
+        if rows.shape[-1] == 0 and x.dtype.kind != "c":  # nothing reduced: the identity
             return cupy.full(rows.shape[:-1], _identity(x.dtype, not is_max), x.dtype)
-        if x.dtype.kind == "c":
-            # lexicographic order; the reference takes the last (max) or first (min) of a
-            # stable sort, so ties resolve the same way
-            order = lexicographic_order(sort_keys(rows))
-            pick = order[..., -1:] if is_max else order[..., :1]
-            return cupy.take_along_axis(rows, pick, axis=-1)[..., 0]
+        if x.dtype.kind == "c":   # JAX's left fold (not associative: no tree)
+            if 0 < rows.shape[-1] <= COMPLEX_FOLD_MAX_ROW:   # a thread a row, one launch
+                return row_reduce(x, axes, "max" if is_max else "min")
+            # (long rows: whole-array operations, parallel, a few dozen launches)
+            return complex_extremes.reduce_extreme(rows, is_max, xp=cupy)
         if x.dtype == np.float32:  # plax-compiled (CuPy's max/min flush subnormals)
             return row_reduce(x, axes, "max" if is_max else "min")
         out = rows.max(axis=-1) if is_max else rows.min(axis=-1)

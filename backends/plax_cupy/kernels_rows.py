@@ -1777,7 +1777,11 @@ def run_op(op: str, x, axis: int, reverse: bool):
     work = cupy.ascontiguousarray(x)
     out = cupy.empty(work.shape, work.dtype)
     outer, n, inner = _layout(work.shape, axis)
-    if work.size:
+    if work.size and work.dtype.kind == "c" and op in ("max", "min"):
+        # (JAX's complex max/min are not associative: a thread per row folds in order)
+        from plax_cupy.kernels_complex_scan import complex_scan
+        complex_scan(op == "max", work, out, outer, n, inner, bool(reverse))
+    elif work.size:
         scan_rows(op, work, out, outer, n, inner, bool(reverse))
     return out
 

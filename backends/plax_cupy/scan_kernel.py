@@ -657,6 +657,8 @@ def _cumulative(body: _Body, eqn) -> None:
         fold = red.combine("acc", codegen._to_acc(body.read(op, at), red))
         walk = (f"for (int r = {shape[axis] - 1}; r >= q{axis}; --r)" if reverse
                 else f"for (int r = 0; r <= q{axis}; ++r)")
+        if reverse and red.folds_in_order:   # (complex max/min: each suffix from its start)
+            walk = f"for (int r = q{axis}; r < {shape[axis]}; ++r)"
         stored = store_expr("acc", out.aval.dtype, red.acc)
     body.phase(n, _index(shape) + [f"{acc_t} acc = {init};", f"{walk} acc = {fold};",
                                    f"{body.where[id(out)]}[i] = {stored};"])

@@ -175,52 +175,79 @@ def test_complex_functions_of_infinite_and_nan_parts_follow_numpy(dtype):
             np.testing.assert_allclose(g[ok], w[ok], rtol=1e-5, atol=1e-30, err_msg=prim.name)
 
 
+def _complex_extreme_cases():
+    """Operand pairs of complex max/min: ties with every sign of zero in either part, a NaN in
+    either part of either operand, both NaN, infinities, and plain lexicographic orders."""
+    nan, inf = np.nan, np.inf
+    z = [complex(0.0, 0.0), complex(-0.0, 0.0), complex(0.0, -0.0), complex(-0.0, -0.0)]
+    pairs = [(a, b) for a in z for b in z]
+    parts = [complex(nan, 0), complex(0, nan), complex(nan, nan), complex(1, 0), complex(1, nan),
+             complex(nan, 1), complex(-inf, 0), complex(inf, -inf), complex(1, 2), complex(1, -2),
+             complex(2, -5)]
+    pairs += [(a, b) for a in parts for b in parts]
+    a, b = zip(*pairs)
+    return np.array(a, np.complex64), np.array(b, np.complex64)
+
+
 @needs_cxx
-def test_complex_division_by_zero_and_max_with_nan_follow_numpy():
-    """Smith's division gives NumPy's infinities and NaNs for a zero divisor; max/min are
-    lexicographic and a NaN operand wins, as NumPy's maximum of complex values.
-    (The reference kernels follow JAX 0.10.2 instead -- a tie gives the second operand, a
-    NaN never wins, plax.lowering.complex_extremes -- a known difference of these kernels
-    until the CuPy backend follows it; so max/min are compared with NumPy's here.)"""
+def test_complex_division_by_zero_and_max_with_nan_follow_the_reference():
+    """Smith's division gives NumPy's infinities and NaNs for a zero divisor; max/min are JAX's
+    (plax.lowering.complex_extremes): lexicographic, the first operand only where it wins
+    strictly (a tie gives the second, its zeros' signs too), a NaN never winning -- the
+    reference's bits exactly."""
     a = np.array([1 + 1j, 0j, -1 + 0j, 2 + 3j, complex(np.nan, 0), 1 + 5j], np.complex64)
     b = np.array([0j, 0j, 0j, 2 + 1j, 1 + 0j, 1 + 5j], np.complex64)
-    numpy_of = {lax.max_p: np.maximum, lax.min_p: np.minimum}
-    for prim in (lax.div_p, lax.max_p, lax.min_p):
+    eqn = make_eqn(lax.div_p, [Var(aval(a.shape, a.dtype)), Var(aval(a.shape, a.dtype))])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_run(eqn, a, b), reference(eqn, [a, b]))
+    a, b = _complex_extreme_cases()
+    for prim in (lax.max_p, lax.min_p):
         eqn = make_eqn(prim, [Var(aval(a.shape, a.dtype)), Var(aval(a.shape, a.dtype))])
-        with np.errstate(all="ignore"):
-            want = numpy_of[prim](a, b) if prim in numpy_of else reference(eqn, [a, b])
-            np.testing.assert_array_equal(_run(eqn, a, b), want, err_msg=prim.name)
+        got, want = _run(eqn, a, b), reference(eqn, [a, b])
+        np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=prim.name)
 
 
 @needs_cxx
-def _sorted_extreme(data, axes, is_max):
-    """The kernels' complex extremes: a stable lexicographic sort (NaN after every number in
-    each key), max the last, min the first; an empty reduction -+inf + 0j. (The reference
-    kernels fold JAX 0.10.2's max/min instead, plax.lowering.complex_extremes: a known
-    difference of these kernels until the CuPy backend follows it.)"""
-    (axis,) = axes
-    rows = np.moveaxis(data, axis, -1)
-    if rows.shape[-1] == 0:
-        return np.full(rows.shape[:-1], -np.inf if is_max else np.inf, data.dtype)
-    order = np.lexsort((rows.imag, rows.real), axis=-1)
-    return np.take_along_axis(rows, order[..., -1:] if is_max else order[..., :1], -1)[..., 0]
-
-
-def test_complex_max_and_min_reductions_including_empty_ones():
-    """Lexicographic extremes with NaN values ordered last (see :func:`_sorted_extreme`);
-    an empty reduction gives XLA's -+inf + 0j."""
+def test_complex_max_and_min_reductions_fold_in_order_including_empty_ones():
+    """JAX's complex max/min is not associative (``max(max(1, nan), 0)`` is 0,
+    ``max(1, max(nan, 0))`` is 1), so the generator declines their reductions (a block tree
+    would combine strided elements: the kernel table's in-order fold runs them); the
+    :class:`~plax_cupy.codegen.Reduction`'s identity and combine, folded in order over a row
+    (a cluster of ``max``/``min`` of columns), give the reference's reduction bit for bit:
+    ties with zero signs, NaN in either part, and the empty reduction's -+inf + 0j."""
+    import plax
+    from kernel_source_util import clusters_of
     nan = np.nan
-    x = np.array([[1 + 2j, 1 - 5j, -np.inf - 1j], [3 + 0j, 3 + 1j, complex(nan, 0)],
-                  [-2j, -1j, -3j], [complex(nan, 1), complex(2, nan), complex(nan, nan)]],
-                 np.complex64)
-    for prim in (lax.reduce_max_p, lax.reduce_min_p):
-        for shape, axes in (((4, 3), (1,)), ((4, 3), (0,)), ((3, 3), (0,)), ((4, 0), (1,)),
-                            ((0, 3), (0,))):
-            data = x[:shape[0], :shape[1]]
-            eqn = make_eqn(prim, [Var(aval(shape, np.complex64))], axes=axes)
-            want = _sorted_extreme(data, axes, prim is lax.reduce_max_p)
-            np.testing.assert_array_equal(_run(eqn, data), want,
-                                          err_msg=f"{prim.name} {shape} {axes}")
+    x = np.array([[1 + 2j, 1 - 5j, -np.inf - 1j, complex(-np.inf, 0)],
+                  [3 + 0j, 3 + 1j, complex(nan, 0), 2 + 0j],
+                  [complex(0.0, -0.0), complex(-0.0, 0.0), complex(-0.0, -0.0), complex(0.0, 0.0)],
+                  [complex(nan, 1), complex(2, nan), complex(nan, nan), complex(1, 1)],
+                  [complex(1, nan), 1 + 0j, complex(1, -0.0), complex(-np.inf, -1)],
+                  [complex(5, 0), complex(nan, 0), complex(4, 0), complex(4, -0.0)]], np.complex64)
+    for prim, combine in ((lax.reduce_max_p, lax.max), (lax.reduce_min_p, lax.min)):
+        eqn = make_eqn(prim, [Var(aval(x.shape, np.complex64))], axes=(1,))
+        with pytest.raises(codegen.Unsupported, match="folds in order"):
+            codegen.plan_equation(eqn)
+        red = codegen.reduction_of(eqn)
+        init = np.complex64(complex(-np.inf if prim is lax.reduce_max_p else np.inf, 0.0))
+        assert red.folds_in_order and red.empty_identity() == red.init == \
+            codegen.c_literal(complex(init), np.dtype(np.complex64))
+
+        def fold(acc, *columns, combine=combine):
+            for c in columns:
+                acc = combine(acc, c)
+            return acc
+
+        # (the identity as an operand: the cluster's inputs are then exactly fold's arguments)
+        columns = [np.full(x.shape[0], init)] + [np.ascontiguousarray(x[:, k])
+                                                 for k in range(x.shape[1])]
+        (cluster,) = clusters_of(plax.make_jaxpr(fold)(*columns).jaxpr)
+        plan = codegen.plan_cluster(cluster)
+        (got,) = run_host(plan, nvrtc.compile_host(plan.source).plax_host, columns)
+        np.testing.assert_array_equal(_bits(got), _bits(reference(eqn, [x])), err_msg=prim.name)
+        empty = make_eqn(prim, [Var(aval((3, 0), np.complex64))], axes=(1,))
+        np.testing.assert_array_equal(_bits(reference(empty, [x[:3, :0]])),
+                                      _bits(np.full(3, init, np.complex64)))
 
 
 def test_half_and_complex_literals_are_read_from_memory():

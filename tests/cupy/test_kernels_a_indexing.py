@@ -123,6 +123,30 @@ def test_scatter_max_min_order_negative_zero_below_positive(dtype):
             np.signbit(want.astype(np.float32)).tolist(), (eqn.primitive.name, got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128], ids=IDS)
+def test_complex_scatter_max_min_apply_updates_in_order_as_jax(dtype):
+    """JAX's complex max/min (plax.lowering.complex_extremes) applied update after update in
+    order: a tie gives the update (its zeros' signs), a NaN never wins, so a NaN held is
+    replaced by the next update and the order of repeated targets matters: the reference's
+    bits."""
+    import plax
+    from test_kernels_a_simulated import reference, run_kernel
+    nan = np.nan
+    operand = np.array([0j, complex(-0.0, 0.0), complex(nan, 0), complex(1, nan), 2 + 0j], dtype)
+    updates = np.array([complex(-0.0, -0.0), complex(0.0, 0.0), complex(3, 0), complex(nan, 1),
+                        complex(0, 0), complex(1, 5), complex(1, nan), complex(2, -0.0),
+                        complex(nan, nan), complex(-1, 0)], dtype)
+    idx = np.array([0, 1, 2, 2, 2, 3, 3, 4, 4, 4], np.int32)
+    for fn in (lambda x, i, u: x.at[i].max(u), lambda x, i, u: x.at[i].min(u)):
+        closed = plax.make_jaxpr(fn)(operand, idx, updates)
+        (eqn,) = [e for e in closed.jaxpr.eqns if e.primitive.name.startswith("scatter")]
+        args = [operand, idx.reshape(-1, 1), updates]
+        got = np.asarray(run_kernel(eqn.primitive, *args, **eqn.params))
+        want = np.asarray(reference(eqn.primitive, *args, **eqn.params))
+        words = np.uint32 if got.dtype == np.complex64 else np.uint64
+        np.testing.assert_array_equal(got.view(words), want.view(words), err_msg=eqn.primitive.name)
+
+
 @pytest.mark.parametrize("index_dtype", [np.uint8, np.int16, np.int64, np.uint64], ids=IDS)
 def test_index_dtypes_and_window_scatters(index_dtype):
     # unsigned indices far out of bounds are dropped or clamped, never wrapped to negatives;

@@ -607,7 +607,7 @@ def test_a_repeated_launch_builds_its_source_once(monkeypatch):
 
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
 def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero():
-    from plax_cupy import codegen, dtypes, kernels_rows, nvrtc
+    from plax_cupy import codegen, dtypes, kernels_complex_scan, kernels_rows, nvrtc
     sources = []
     for dtype in [np.float32, np.float64, np.int8, np.int32, np.int64, np.uint16, np.uint64,
                   np.complex64, np.complex128]:
@@ -615,9 +615,11 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
         for op in OPS:
             if op != "logsumexp" or np.dtype(dtype).kind == "f":
                 sources.append(kernels_rows.cumulative_source(op, ctype)[0])
-        if np.dtype(dtype).kind != "c":
-            for is_max in (True, False):
+        for is_max in (True, False):
+            if np.dtype(dtype).kind != "c":
                 sources.append(kernels_rows.argextreme_source(is_max, ctype, "int")[0])
+            else:   # (complex cummax/cummin: a thread per row, JAX's rule)
+                sources.append(kernels_complex_scan.complex_scan_source(is_max, dtype)[0])
     # (one translation unit per source: each repeats the row helpers)
     for source in sources:
         # (compile_ptx: a warning in NVRTC's log fails the test)

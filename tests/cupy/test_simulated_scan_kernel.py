@@ -369,6 +369,39 @@ def test_those_forms_on_integer_and_half_types(monkeypatch, dtype):
     assert "void plax_scan(" in text and "host loop" not in text
 
 
+def _complex_extremes(c0, xs):
+    """JAX's complex max/min in a scan body: a reduction, cummax reverse and cummin forward,
+    a scatter-max with repeated targets, an elementwise min (ties of signed zeros, NaN in
+    either part)."""
+    from plax import lax
+
+    def body(c, x):
+        top = lax.reduce_max(x, (0,))
+        s = c.at[np.array([0, 2, 0, 1, 2, 0])].max(x)
+        return lax.min(s, x[::2]), (top, lax.cummax(x, reverse=True), lax.cummin(x), s)
+    return lax.scan(body, c0, xs)
+
+
+@on_simulated_gpu
+def test_complex_max_min_in_the_kernel_fold_as_jax_bit_for_bit(monkeypatch):
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    nan = np.nan
+    parts = np.array([complex(0.0, 0.0), complex(-0.0, 0.0), complex(0.0, -0.0), complex(nan, 0),
+                      complex(0, nan), complex(1, 0), complex(1, -0.0), complex(-1, 2)],
+                     np.complex64)
+    rng = np.random.default_rng(5)
+    xs = parts[rng.integers(0, len(parts), (4, 6))]
+    c0 = parts[rng.integers(0, len(parts), 3)]
+    f = plax.jit(_complex_extremes, backend="cupy")
+    got = plax.tree_util.tree_leaves(f(*_put((c0, xs))))
+    want = plax.tree_util.tree_leaves(plax.jit(_complex_extremes, backend="numpy")(c0, xs))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g).view(np.uint32), np.asarray(w).view(np.uint32))
+    text = _text(f, *_put((c0, xs)))
+    assert "void plax_scan(" in text and "host loop" not in text
+
+
 def _overlapping_windows(c0, xs):
     """scatter and scatter-add of two windows overlapping at element 1, the updates' window
     axis first (so their order in memory is not the order the index vectors come in)."""

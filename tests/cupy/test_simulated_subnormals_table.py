@@ -61,7 +61,8 @@ def test_the_moved_kernels_compile_with_nvrtc_without_flush_to_zero():
     sources.append(kernels_windows.window_source("sum", np.complex64, (5,), (4,), (2,), (1,),
                                                  ((0, 0),), (1,), (1,))[0])
     for kind, dtype in (("sum", np.float32), ("prod", np.float32), ("max", np.float32),
-                        ("min", np.float32), ("sum", np.complex64), ("prod", np.complex64)):
+                        ("min", np.float32), ("sum", np.complex64), ("prod", np.complex64),
+                        ("max", np.complex64), ("min", np.complex128)):
         sources.append(kernels_reduction.row_reduce_source(kind, dtype)[0])
     # the convolution's kernel (its subnormal partial sums), float16/bfloat16 nextafter on the
     # bits, float32/complex64 to bool
