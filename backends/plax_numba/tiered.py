@@ -14,7 +14,8 @@ runs from the first call.
 A program small enough for a whole-program kernel is not even planned before it is hot
 (:func:`planned_when_hot`): its first calls run on its reference tier, as they would while
 the kernel compiled, and the call that makes it hot plans the kernel and requests it (from
-the caches when it is there). Generating a kernel's source is milliseconds of Python, which
+the caches when it is there: such a program's kernel, even one compiled already, runs from
+that call, not the first). Generating a kernel's source is milliseconds of Python, which
 a program called once (a test's, a set-up's) never repays.
 
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
@@ -195,8 +196,9 @@ def planned_when_hot(interp: Callable, plan: Callable[[], Callable], params: int
       after: the runs that make the program hot.
 
     Returns:
-      The step. ``step.__plax_planned__`` holds ``{"runs": calls so far, "step": the planned
-      step or None}``; ``step.plan_now()`` plans it at once (``as_text``) and returns it.
+      The step. ``step.__plax_planned__`` holds ``{"runs": calls until it was planned,
+      "step": the planned step or None}``; ``step.plan_now()`` plans it at once
+      (``as_text``) and returns it.
 
     Example::
 
