@@ -74,7 +74,8 @@ def compile_after() -> int:
     """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 or less
     starts compiling at the first call). A value that is not an integer is named in a
     warning and gives 2 (:func:`plax.config.env_number`; silently ignored, it would hide a
-    typo meant to change tiering)."""
+    typo meant to change tiering). 1 on a thread planning a hot program
+    (:func:`planned_when_hot`): the steps it builds are hot at their first run."""
     if getattr(_hot, "now", False):
         return 1
     return max(1, env_number("PLAX_NUMBA_COMPILE_AFTER", 2, warn=True))
