@@ -189,8 +189,9 @@ class NumbaBackend(Backend):
             step = self._whole_step(jaxpr, device, interp)
             return step if step is not None else self._per_cluster(jaxpr, device)
         step = tiered.planned_when_hot(interp, hot, len(jaxpr.invars))
-        step.__plax_source__ = ("# a whole-program kernel, planned once the program is hot "
-                                "(as_text() plans it now); until then:\n"
+        step.__plax_source__ = ("# a whole-program kernel (else the per-cluster program), "
+                                "planned once the program is hot (as_text() plans it now); "
+                                "until then:\n"
                                 + interp.__plax_source__)
         # (the planned step's text; the reference tier's where planning failed, warned)
         step.as_text = lambda: executable_text(step.plan_now())

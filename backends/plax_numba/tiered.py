@@ -14,7 +14,8 @@ runs from the first call.
 A program small enough for a whole-program kernel is not even planned before it is hot
 (:func:`planned_when_hot`): its first calls run on its reference tier, as they would while
 the kernel compiled, and the call that makes it hot plans the kernel and requests it (from
-the caches when it is there). Generating a kernel's source is milliseconds of Python, which
+the caches when it is there: such a program's kernel, even one compiled already, runs from
+that call, not the first). Generating a kernel's source is milliseconds of Python, which
 a program called once (a test's, a set-up's) never repays.
 
 The compilation itself runs in a worker process (:mod:`plax_numba.compile_worker`,
@@ -73,7 +74,8 @@ def compile_after() -> int:
     """How many runs make a cluster hot (``PLAX_NUMBA_COMPILE_AFTER``, default 2; 1 or less
     starts compiling at the first call). A value that is not an integer is named in a
     warning and gives 2 (:func:`plax.config.env_number`; silently ignored, it would hide a
-    typo meant to change tiering)."""
+    typo meant to change tiering). 1 on a thread planning a hot program
+    (:func:`planned_when_hot`): the steps it builds are hot at their first run."""
     if getattr(_hot, "now", False):
         return 1
     return max(1, env_number("PLAX_NUMBA_COMPILE_AFTER", 2, warn=True))
@@ -195,8 +197,9 @@ def planned_when_hot(interp: Callable, plan: Callable[[], Callable], params: int
       after: the runs that make the program hot.
 
     Returns:
-      The step. ``step.__plax_planned__`` holds ``{"runs": calls so far, "step": the planned
-      step or None}``; ``step.plan_now()`` plans it at once (``as_text``) and returns it.
+      The step. ``step.__plax_planned__`` holds ``{"runs": calls until it was planned,
+      "step": the planned step or None}``; ``step.plan_now()`` plans it at once
+      (``as_text``) and returns it.
 
     Example::
 

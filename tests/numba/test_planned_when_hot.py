@@ -120,3 +120,25 @@ def test_a_plan_that_fails_leaves_the_reference_tier_running():
     with pytest.warns(PlaxFallbackWarning, match="no plan"):
         assert step(4) == [8]
     assert step(5) == [10] and step.plan_now()(1) == [2]
+
+
+def test_threads_making_a_program_hot_at_once_plan_it_once():
+    import threading
+    import time
+    from plax_numba import tiered
+    made: list = []
+
+    def plan():
+        made.append(1)
+        time.sleep(0.05)  # (the other threads arrive while it plans)
+        return lambda a: ["planned", a]
+    step = tiered.planned_when_hot(lambda a: ["cold", a], plan, 1, after=1)
+    results: list = []
+    threads = [threading.Thread(target=lambda i=i: results.append(step(i))) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == [1]  # (a thread arriving while it plans may wait for it or run cold)
+    assert sorted(r[1] for r in results) == [0, 1, 2, 3]
+    assert step(9) == ["planned", 9]

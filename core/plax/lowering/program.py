@@ -78,8 +78,8 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
     # lowering; a whole-program kernel's reference tier, then its per-cluster fallback): the
     # units depend on the jaxpr and the options alone, so they are kept per jaxpr object
     per_options = _units_made.get(jaxpr)
-    if per_options is None:
-        per_options = _units_made[jaxpr] = {}
+    if per_options is None:  # (setdefault: two threads lowering it share one table)
+        per_options = _units_made.setdefault(jaxpr, {})
     units = per_options.get(options)
     if units is None:
         units = per_options[options] = _fusion_units(jaxpr, options)
