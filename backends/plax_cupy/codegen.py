@@ -1267,15 +1267,10 @@ class Reduction:
             return "false" if kind == "max" else "true"
         if is_floating(d):
             return c_literal(-np.inf if kind == "max" else np.inf, acc)
-        if d.kind == "c":  # where XLA's fold starts (complex_extremes.reduce_extreme)
+        if d.kind == "c":  # where XLA's fold starts, an empty one's value (complex_extremes)
             return c_literal(complex(-np.inf if kind == "max" else np.inf, 0.0), d)
         info = np.iinfo(d)
         return c_literal(info.min if kind == "max" else info.max, d)
-
-    def empty_identity(self) -> str:
-        """What an *empty* reduction gives: :attr:`init` (complex max/min too: ``-+inf + 0j``,
-        where XLA's fold starts)."""
-        return self.init
 
     @property
     def folds_in_order(self) -> bool:
@@ -1381,9 +1376,6 @@ class ArgReduction:
         value_size = 4 if is_half(self.dtype) else self.dtype.itemsize
         self.partial_items = 2 * max(value_size, 4 if self._index_t == "int" else 8) // 8
         self.partial_dtype = np.dtype(np.uint64)
-
-    def empty_identity(self) -> str:
-        return self.init   # (never used: an empty axis has no argmax, abstract evaluation says)
 
     def combine(self, s: str, v: str) -> str:
         return f"plax_arg_best<{self._max}>({s}, {v})"
@@ -1873,9 +1865,6 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         red = list(red_axes)
         n_out = math.prod(shape[d] for d in kept)
         n_red = math.prod(shape[d] for d in red)
-        if n_red == 0:  # shapes are baked: an empty reduction starts from (and gives) its value
-            for _, red_ in reductions:
-                red_.init = red_.empty_identity()
         full = [f"k{d}" for d in kept], [f"k{d}" for d in red]
         flat_terms = " + ".join(f"k{d} * {strides[d]}LL" for d in range(rank)) or "0LL"
         decompose = (_index_lines("ro", "o", [shape[d] for d in kept], full[0])

@@ -149,10 +149,10 @@ def _identity(dtype, largest: bool):
 def _extreme(is_max: bool):
     def reduce(x, *, axes):
         rows = _rows(x, axes)
-        if rows.shape[-1] == 0 and x.dtype.kind != "c":  # nothing reduced: the identity
+        if rows.shape[-1] == 0:  # nothing reduced: the identity (complex: -+inf + 0j, XLA's)
             return cupy.full(rows.shape[:-1], _identity(x.dtype, not is_max), x.dtype)
         if x.dtype.kind == "c":   # JAX's left fold (not associative: no tree)
-            if 0 < rows.shape[-1] <= COMPLEX_FOLD_MAX_ROW:   # a thread a row, one launch
+            if rows.shape[-1] <= COMPLEX_FOLD_MAX_ROW:   # a thread a row, one launch
                 return row_reduce(x, axes, "max" if is_max else "min")
             # (long rows: whole-array operations, parallel, a few dozen launches)
             return complex_extremes.reduce_extreme(rows, is_max, xp=cupy)

@@ -400,8 +400,6 @@ def _reduction(body: _Body, eqn) -> None:
     axes = sorted(int(a) for a in eqn.params["axes"])
     kept = [d for d in range(len(oshape)) if d not in axes]
     n_red = math.prod(oshape[d] for d in axes)
-    if n_red == 0:
-        red.init = red.empty_identity()
     st = _strides(oshape)
     kst, rst = _strides([oshape[d] for d in kept]), _strides([oshape[d] for d in axes])
     at = " + ".join([f"((i / {kst[j]}) % {oshape[d]}) * {st[d]}" for j, d in enumerate(kept)]
