@@ -768,7 +768,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 pre.append(f"s{k} = np.full(({out_dims},), {init})")
                 at = f"s{k}[{', '.join(idx[d] for d in kept)}]" if kept else f"s{k}[()]"
                 in_dtype = np.dtype(eqn.invars[0].aval.dtype)
-                if row_wise and _summed_after_row(eqn, rank) and block > 1:
+                if row_wise and _interleaved(eqn, rank) and block > 1:
                     row_pre.append(f"row_w{k} = np.empty(({block}, {dims[-1]}), "
                                    f"{_t(in_dtype)})")
                     row_bind.append(f"row_w{k}_r = row_w{k}[{idx[-2]} - row_lo]")
@@ -926,15 +926,18 @@ ROW_BLOCK_BYTES = 1 << 17
 def row_block(cluster, shape: tuple) -> int:
     """How many rows (lines along the last axis) a row-wise threaded loop of ``cluster``
     over ``shape`` sums at once: :data:`ROW_BLOCK`, 4 or 2, the most whose scratch rows fit
-    :data:`ROW_BLOCK_BYTES`, and while blocks of the threaded axis (the outermost, for a
-    matrix) still number 16 or more; 1: a row at a time, or no reduction along the rows."""
+    :data:`ROW_BLOCK_BYTES`, no more than the rows along axis -2 (a larger block would
+    only ever be partial), and while blocks of the threaded axis (the outermost, for a
+    matrix) still number 16 or more; 1: a row at a time, or no floating-point reduction
+    along the rows (:func:`_interleaved`)."""
     widest = max((np.dtype(e.invars[0].aval.dtype).itemsize for e in cluster.eqns
                   if fusion_kind(e.primitive) == REDUCTION
-                  and _summed_after_row(e, len(shape))), default=0)
-    if not widest:  # no row summed after the row: nothing to interleave
+                  and _interleaved(e, len(shape))), default=0)
+    if not widest:  # no float row summed after the row: nothing to interleave
         return 1
     block = ROW_BLOCK
     while block > 1 and (block * shape[-1] * widest > ROW_BLOCK_BYTES
+                         or block > shape[-2]
                          or (len(shape) == 2 and shape[0] < 16 * block)):
         block //= 2
     return block
@@ -947,6 +950,15 @@ def _summed_after_row(eqn, rank: int) -> bool:
     accumulate in the row's loop itself). :func:`row_block` sizes the scratch rows of these."""
     return (list(eqn.params["axes"]) == [rank - 1]
             and np.dtype(eqn.invars[0].aval.dtype) not in LOW_FLOATS)
+
+
+def _interleaved(eqn, rank: int) -> bool:
+    """Whether the row reduction ``eqn`` (:func:`_summed_after_row`) is summed a block of
+    rows side by side: a float or complex operand, whose row is a chain of dependent
+    floating-point operations, each waiting for the last; integer and bool ones (sum, any,
+    all) have no such latency to hide and keep a row at a time (fewer lines to compile)."""
+    return (_summed_after_row(eqn, rank)
+            and np.dtype(eqn.invars[0].aval.dtype).kind in "fc")
 
 
 def _block_sums(k: int, block: int, init: str, update, idx: list, dims: list) -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from plax import lax
 from plax.dtypes import bfloat16
-from plax.lowering import complex_extremes, signed_zeros
+from plax.lowering import signed_zeros
 from plax.lowering.emitter import fresh_result, returns_fresh
 from plax_numpy.registry import impl, lowp, quiet
 
@@ -142,22 +142,13 @@ def _integer_pow(x, *, y):
 _ufunc(lax.atan2_p, np.arctan2)
 
 
-def _extreme(real_fn, complex_fn):
-    def extreme(x, y):
-        if x.dtype.kind == "c":
-            return complex_fn(x, y)
-        return real_fn(x, y)
-    extreme.__name__ = real_fn.__name__
-    return extreme
-
-
 # not NumPy's ufuncs on floats: JAX orders -0 below +0 (plax.lowering.signed_zeros), and
 # complex values lexicographically, a tie or a NaN giving the second operand
-# (plax.lowering.complex_extremes); jit's code generator still calls them directly on
-# integers and bools, which have one zero
-for _prim, _fn, _uf in [
-        (lax.max_p, _extreme(signed_zeros.maximum, complex_extremes.maximum), np.maximum),
-        (lax.min_p, _extreme(signed_zeros.minimum, complex_extremes.minimum), np.minimum)]:
+# (plax.lowering.complex_extremes, which signed_zeros' kernels call in their non-float
+# branch, so a float call pays no complex check); jit's code generator still calls them
+# directly on integers and bools, which have one zero
+for _prim, _fn, _uf in [(lax.max_p, signed_zeros.maximum, np.maximum),
+                        (lax.min_p, signed_zeros.minimum, np.minimum)]:
     _fn = lowp(_quiet(_fn))
     _fn.__plax_ufunc__ = (_uf, True, "biu")
     impl(_prim, fresh=True)(_fn)

@@ -30,7 +30,8 @@ _BOOL = np.dtype(bool)
 def is_float0_value(x: Any) -> bool:
     """Whether ``x`` is a float0 NumPy array (or Array-like with a float0 dtype)."""
     dt = getattr(x, "dtype", None)
-    return dt is not None and dt.kind == "V" and dt == float0
+    # (a key array's dtype is no NumPy dtype)
+    return isinstance(dt, np.dtype) and dt.kind == "V" and dt == float0
 
 
 def zeros(aval) -> np.ndarray:

@@ -157,7 +157,8 @@ def test_row_sums_interleave_rows_of_a_rank_3_loop(monkeypatch):
 def test_row_block_sizes():
     """Blocks of up to ``ROW_BLOCK`` rows whose scratch rows fit ``ROW_BLOCK_BYTES``, at
     least 16 blocks of a matrix's rows, and none without a reduction along the rows that
-    keeps a scratch row (float16 values accumulate in the row's loop)."""
+    keeps a scratch row (float16 values accumulate in the row's loop) or with integer or
+    bool rows only; a block never holds more rows than axis -2 has."""
     from plax.lowering import Cluster
     from plax_numba import codegen
 
@@ -173,6 +174,37 @@ def test_row_block_sizes():
     assert block((1000, 1000), (0,)) == 1                 # not along the rows
     assert block((1000, 1000), op=jnp.max, dtype=np.float16) == 1  # (no scratch rows)
     assert block((1000, 1000), op=jnp.max, dtype=np.float64) == 8
+    # integer and bool rows have no chain of float additions to interleave
+    assert block((1000, 1000), dtype=np.int32) == 1
+    assert block((1000, 1000), op=jnp.max, dtype=np.int8) == 1
+    assert block((1000, 1000), op=jnp.any, dtype=np.bool_) == 1
+    assert block((1000, 1000), dtype=np.complex64) == 8    # (complex: float additions)
+    # no more than the rows along axis -2: 3 rows take blocks of 2, never of 8
+    assert block((1000, 3, 1000)) == 2 and block((1000, 1, 1000)) == 1
+    assert block((4, 8, 1000)) == 8
+
+
+def test_integer_row_sums_beside_blocked_float_ones_bit_identical(monkeypatch):
+    """In one row-wise threaded loop, a float row sum is summed in blocks of rows while an
+    integer one keeps a row at a time (``codegen._interleaved``); both equal the reference
+    bit for bit (the float one a sequential float64 sum, the integer one exactly)."""
+    from plax_numba import codegen
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((37, 16)).astype(np.float32)
+    n = rng.integers(-1000, 1000, (37, 16)).astype(np.int32)
+
+    def sums(x, n):
+        return jnp.sum(x * 3.0, -1), jnp.sum(n * 3, -1)
+    source = compiled_source(sums, x, n)
+    assert "for row_b in prange((n0 + 1) // 2):" in source, source
+    assert source.count("row_c") and "row_c2_" not in source and "row_c3_" not in source
+    assert source.count("for row_t") == 1  # the float sum's partial block only
+    (total, itotal), (_, want_itotal) = both(sums, x, n, fallback_is_error=True)
+    np.testing.assert_array_equal(itotal, want_itotal)
+    y64 = np.concatenate([np.zeros((37, 1)), (x * np.float32(3)).astype(np.float64)], 1)
+    sequential = np.cumsum(y64, 1)[:, -1].astype(np.float32)
+    np.testing.assert_array_equal(total.view(np.uint32), sequential.view(np.uint32))
 
 
 def test_first_tier_takes_the_given_output_buffers(monkeypatch):

@@ -169,3 +169,46 @@ def test_unique_size_as_jax():
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
                                           err_msg=f"{x.shape} {axis} {kw}")
             assert g.shape == w.shape
+
+
+_NAN_ROWS = np.array([[1, np.nan], [0, 2], [1, np.nan], [np.nan, np.nan], [0, 2],
+                      [np.nan, np.nan], [1, 3]], np.float32)
+
+
+def _assert_unique_all(got, want):
+    for g, w in zip(got, want, strict=True):   # (NaNs compare equal here)
+        np.testing.assert_array_equal(np.asarray(g, np.float64), np.asarray(w, np.float64))
+
+
+def test_unique_along_an_axis_merges_nan_slices_with_equal_nan():
+    """NumPy ignores ``equal_nan`` given an axis; JAX merges slices equal but for NaNs in
+    the same places (each kept at its first occurrence), and keeps them apart without it."""
+    _assert_unique_all(_unique_all(_NAN_ROWS, axis=0), [
+        [[0.0, 2.0], [1.0, 3.0], [1.0, np.nan], [np.nan, np.nan]], [1, 6, 0, 3],
+        [2, 0, 2, 3, 0, 3, 1], [2, 1, 2, 2]])
+    _assert_unique_all(_unique_all(_NAN_ROWS.T, axis=1, size=5, fill_value=-1.0), [
+        [[0.0, 1.0, 1.0, np.nan, -1.0], [2.0, 3.0, np.nan, np.nan, -1.0]], [1, 6, 0, 3, 1],
+        [2, 0, 2, 3, 0, 3, 1], [2, 1, 2, 2, 0]])
+    assert _unique_all(_NAN_ROWS, axis=0, equal_nan=False)[3] == [2, 1, 1, 1, 1, 1]
+    # a 3-d input along its middle axis; a signed zero equals its opposite (the first kept)
+    z = np.array([[[np.nan, 1.0], [np.nan, 1.0], [-0.0, 1.0], [0.0, 1.0]]], np.float32)
+    values, _, inverse, counts = jnp.unique(z, axis=1, return_index=True,
+                                            return_inverse=True, return_counts=True)
+    assert values.shape == (1, 2, 2) and np.signbit(np.asarray(values)[0, 0, 0])
+    assert inverse.tolist() == [1, 1, 0, 0] and counts.tolist() == [2, 2]
+
+
+def test_unique_along_an_axis_with_equal_nan_as_jax():
+    jax = pytest.importorskip("jax")
+    c = (_NAN_ROWS[:, :1] + 1j * _NAN_ROWS[:, 1:]).astype(np.complex64)
+    cases = [(_NAN_ROWS, 0, {}), (_NAN_ROWS.T, 1, {"size": 6}), (_NAN_ROWS, 0, {"size": 2}),
+             (_NAN_ROWS.reshape(7, 1, 2), 0, {}), (c, 0, {})]
+    for x, axis, kw in cases:
+        want = jax.numpy.unique(x, return_index=True, return_inverse=True,
+                                return_counts=True, axis=axis, equal_nan=True, **kw)
+        got = jnp.unique(jnp.asarray(x), return_index=True, return_inverse=True,
+                         return_counts=True, axis=axis, equal_nan=True, **kw)
+        for g, w in zip(got, want):   # (NaNs compare equal here)
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w),
+                                          err_msg=f"{x.shape} {axis} {kw}")
+            assert g.shape == w.shape and g.dtype == w.dtype

@@ -34,6 +34,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       >>> lax.convert_element_type(jnp.array([1.7]), jnp.int32)
       Array([1], dtype=int32)
     """
+    old_dtype = getattr(operand, "dtype", None)
+    if old_dtype is not None and not isinstance(old_dtype, np.dtype):  # a key array
+        return _convert_key(operand, old_dtype, new_dtype)
     if not isinstance(operand, (Array, Tracer)):
         if operand is None:  # a ValueError, as JAX raises for None here
             raise ValueError("convert_element_type: None is not a valid operand (it has no "
@@ -53,6 +56,16 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     if folded is not None:
         return folded
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _convert_key(keys, key_dtype, new_dtype):
+    """A key array converted to ``new_dtype``: itself when that is its own key dtype, else
+    JAX's ValueError (a key's data is read by ``random.key_data``, not by a cast)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, allow_extended_dtype=True)
+    if new_dtype == key_dtype:
+        return keys
+    raise ValueError(f"Cannot convert_element_type from {key_dtype} to {new_dtype} (a key "
+                     "array's data is read by random.key_data)")
 
 
 def _fold_host_scalar(x, aval: ShapedArray, new_dtype, weak_type) -> Array | None:

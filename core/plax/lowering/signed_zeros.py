@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from plax import dtypes
+from plax.lowering import complex_extremes
 
 __all__ = ["maximum", "minimum", "fix_reduced_zeros", "preferred_zeros", "signed"]
 
@@ -27,13 +28,15 @@ def _bits(dtype) -> np.dtype:
 
 def _elementwise(ufunc_name: str):
     is_max = ufunc_name == "maximum"
+    lexicographic = complex_extremes.maximum if is_max else complex_extremes.minimum
 
     def combine(x, y, xp: Any = np):
         f = getattr(xp, ufunc_name)
         x, y = xp.asarray(x), xp.asarray(y)
         out = xp.asarray(f(x, y))
         if not dtypes.is_float(out.dtype):  # (real floats have two zeros)
-            return out
+            # complex values: JAX's lexicographic order, decided here, off the float path
+            return lexicographic(x, y, xp) if out.dtype.kind == "c" else out
         if y.ndim == 0 and x.ndim > 0 or x.ndim == 0 and y.ndim > 0:
             done = _with_scalar(out, is_max, y if y.ndim == 0 else x, xp)
             if done is not None:
@@ -87,7 +90,8 @@ def maximum(x, y, xp: Any = np):
       xp: their array module (default NumPy).
 
     Returns:
-      The elementwise maximum; NaN propagates as in NumPy.
+      The elementwise maximum; NaN propagates as in NumPy. Complex operands follow JAX's
+      lexicographic order instead (:func:`plax.lowering.complex_extremes.maximum`).
 
     Example:
       >>> np.signbit(maximum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))
@@ -98,7 +102,7 @@ def maximum(x, y, xp: Any = np):
 
 def minimum(x, y, xp: Any = np):
     """``xp.minimum(x, y)`` with ``-0.0 < +0.0``: as :func:`maximum`, two zeros give ``-0.0``
-    when either is ``-0.0``.
+    when either is ``-0.0``, and complex operands JAX's lexicographic minimum.
 
     Example:
       >>> np.signbit(minimum(np.float32([-0.0, 0.0]), np.float32([0.0, -0.0])))

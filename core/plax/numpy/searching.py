@@ -250,10 +250,13 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
         # (only what is asked for: an index or an inverse costs NumPy a stable argsort of
         # the whole input, many times the values' sort)
         wanted = (return_index, return_inverse, return_counts)
-        got = np.unique(host, return_index=return_index, return_inverse=return_inverse,
-                        return_counts=return_counts, axis=ax, equal_nan=bool(equal_nan))
-        got = iter(got if isinstance(got, tuple) else (got,))
-        res = (next(got),) + tuple(next(got) if w else None for w in wanted)
+        if ax is not None and equal_nan and _has_nan(host):
+            res = _unique_slices_equal_nan(host, ax, wanted)
+        else:
+            got = np.unique(host, return_index=return_index, return_inverse=return_inverse,
+                            return_counts=return_counts, axis=ax, equal_nan=bool(equal_nan))
+            got = iter(got if isinstance(got, tuple) else (got,))
+            res = (next(got),) + tuple(next(got) if w else None for w in wanted)
         if size is not None:
             res = _sized_unique(res, int(size), fill_value, 0 if ax is None else ax)
     values, index, inverse, counts = res
@@ -334,6 +337,39 @@ def _unique_of_no_elements(host: np.ndarray, ax: int | None, size: int | None, f
         values = np.moveaxis(values, 0, ax)
     counts = np.full((1,), n) if n and kept else np.zeros((0,), int)
     return values, np.zeros((kept,), int), np.zeros((n,), int), counts
+
+
+def _has_nan(host: np.ndarray) -> bool:
+    return dtypes.is_inexact(host.dtype) and bool(np.isnan(host).any())
+
+
+def _unique_slices_equal_nan(host: np.ndarray, ax: int, wanted: tuple) -> tuple:
+    """``np.unique``'s ``(values, index, inverse, counts)`` of the slices of ``host`` along
+    ``ax``, two slices equal where each pair of their elements is equal or both NaN, as
+    JAX's ``equal_nan=True`` (NumPy ignores ``equal_nan`` when given an axis). The slices
+    are sorted lexicographically, stably, NaN last (a complex element with a NaN part is
+    NaN + 0j first, as JAX); each run of equal slices keeps its first. Results not in
+    ``wanted`` (index, inverse, counts) are None."""
+    moved = np.moveaxis(host, ax, 0)
+    if dtypes.is_complex(moved.dtype):
+        moved = np.where(np.isnan(moved), moved.dtype.type(np.nan), moved)
+    rows = moved.reshape(moved.shape[0], -1)
+    keys = rows if rows.dtype.kind in "fc" else rows.astype(np.float32)  # (bfloat16, f8)
+    order = np.lexsort(keys.T[::-1])  # (host has elements: every row has a column)
+    ordered = keys[order]
+    with np.errstate(invalid="ignore"):
+        differs = (ordered[1:] != ordered[:-1]) & ~(np.isnan(ordered[1:])
+                                                      & np.isnan(ordered[:-1]))
+    starts = np.concatenate([[True], differs.any(axis=1)])
+    first = order[starts]
+    values = np.moveaxis(moved[first], 0, ax)
+    group = np.cumsum(starts) - 1
+    inverse = np.empty(len(rows), np.intp)
+    inverse[order] = group
+    counts = np.diff(np.append(np.flatnonzero(starts), len(rows)))
+    return tuple(r if w else None for r, w in
+                 ((values, True), (first, wanted[0]), (inverse, wanted[1]),
+                  (counts, wanted[2])))
 
 
 def _sized_unique(res: tuple, size: int, fill_value, ax: int) -> tuple:
