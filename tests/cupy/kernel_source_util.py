@@ -120,9 +120,11 @@ def _arity(prim) -> int:
     return 2 if prim.name in BINARY else SPECIAL_ARITY.get(prim.name, 1)
 
 
-#: complex primitives the generator declines (none: complex values take every fusible
-#: primitive, the inverse trigonometric/hyperbolic functions included)
-COMPLEX_DECLINED: set = set()
+#: complex primitives the generator declines: the max/min reductions, whose JAX order (a tie
+#: gives the later operand, NaN never wins) is not associative, so they fold in element order
+#: in the kernel table's kernels (``codegen.Reduction.folds_in_order``); every other fusible
+#: primitive takes complex values, the inverse trigonometric/hyperbolic functions included
+COMPLEX_DECLINED: set = {"reduce_max", "reduce_min"}
 
 
 def _expect_supported(eqn) -> bool:
