@@ -25,8 +25,9 @@ _NAMES = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads6
           ("openblas_get_num_threads", "openblas_set_num_threads"))
 _found: list | None = None
 _lock = threading.Lock()
-_depth = [0]            # blocks holding the count now, on every thread
-_unrestored: list = []  # [(thread, counts)]: the outermost block's, until it restores them
+_holds: list = []       # [(thread, count)]: the open blocks, on every thread, and what each asks
+_saved: list = []       # [(put, count)]: the counts before the first open block, to restore
+_current: list = [None]  # the count set while blocks are open (None: none set)
 
 
 def _controls() -> list:
@@ -92,9 +93,9 @@ def on_one_thread(fn: Callable) -> Callable:
     For products too small to gain from BLAS's threads: OpenBLAS splits a product of a few
     million multiply-adds over every core, and on a host whose cores other processes hold,
     its threads wait for one another (an 8x128x64 batched ``matmul`` took 4 ms threaded and
-    0.6 ms on one thread on the loaded 2-core CI host). Nested inside :func:`limited` (or
-    another call of a wrapped function on another thread), the outer count stays: only the
-    outermost block sets and restores it.
+    0.6 ms on one thread on the loaded 2-core CI host). While blocks overlap (inside
+    :func:`limited`, or beside another thread's block), BLAS gets the smallest count any open
+    block asks for, and the counts from before the first block come back when the last ends.
 
     Args:
       fn: a function whose BLAS calls should run on the calling thread alone.
@@ -124,48 +125,55 @@ def held() -> bool:
       >>> held()
       False
     """
-    return _depth[0] > 0
+    return bool(_holds)
 
 
-def _hold(want: int) -> list | None:
-    """Sets every BLAS's thread count to ``want`` unless an outer block holds it: the counts
-    to restore, or None (nested)."""
+def _hold(want: int) -> tuple:
+    """Opens a block asking for ``want`` threads: the first open block saves the counts to
+    restore; BLAS then runs on the smallest count any open block asks for. Returns the block
+    (for :func:`_release`)."""
+    block = (threading.get_ident(), want)
     with _lock:
-        _depth[0] += 1
-        if _depth[0] != 1:
-            return None
-        controls = _controls()
-        saved = [(put, get()) for get, put in controls]
-        for put, _ in saved:
-            put(want)
-        _unrestored[:] = [(threading.get_ident(), saved)]
-        return saved
+        if not _holds:
+            _saved[:] = [(put, get()) for get, put in _controls()]
+        _holds.append(block)
+        _apply()
+    return block
 
 
-def _release(held: list | None) -> None:
-    """Undoes :func:`_hold` (restoring the counts it saved, if it was the outermost)."""
+def _release(block: tuple) -> None:
+    """Closes ``block`` (of :func:`_hold`): the count the blocks still open ask for, or the
+    saved counts when it was the last."""
     with _lock:
-        _depth[0] -= 1
-        if held is not None:
-            for put, n in held:
-                put(n)
-            _unrestored.clear()
+        _holds.remove(block)
+        _apply()
+
+
+def _apply() -> None:
+    """Sets BLAS's count to what the open blocks ask for (the smallest; only when it changes),
+    or restores the saved counts when none is open. (Called under ``_lock``.)"""
+    if _holds:
+        want = min(count for _, count in _holds)
+        if _current[0] != want:
+            for put, _ in _saved:
+                put(want)
+            _current[0] = want
+        return
+    for put, count in _saved:
+        put(count)
+    _saved.clear()
+    _current[0] = None
 
 
 def _after_fork_in_child() -> None:
-    """A forked child has only the forking thread: blocks other threads held are not there
-    to release, so the count the outermost one set (1 for :func:`on_one_thread`) would stay,
-    and :func:`held` answer True, for the child's life. The counts are restored now unless
-    the forking thread itself set them (it restores them when its block ends: a pmap's
-    :func:`limited`; blocks it holds nested in another's are forgotten, and their ends then
-    leave BLAS alone)."""
-    ours = bool(_unrestored) and _unrestored[0][0] == threading.get_ident()
-    _depth[0] = int(ours)
-    if not ours:
-        for _, saved in _unrestored:
-            for put, n in saved:
-                put(n)
-        _unrestored.clear()
+    """A forked child has only the forking thread: the blocks other threads held are not
+    there to close, so their counts (1 for :func:`on_one_thread`) would stay, and :func:`held`
+    answer True, for the child's life. They are forgotten now, and BLAS gets what the forking
+    thread's own open blocks ask for (they close as usual), or the saved counts."""
+    me = threading.get_ident()
+    _holds[:] = [block for block in _holds if block[0] == me]
+    _current[0] = None  # (set it again: the count the forgotten blocks asked for may differ)
+    _apply()
     _lock.release()  # (taken before the fork, so that the state above was not mid-update)
 
 

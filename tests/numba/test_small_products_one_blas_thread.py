@@ -32,12 +32,40 @@ def test_one_thread_inside_and_restored_after():
     run, seen = _threads_seen(np.dot)
     wrapped = blas_threads.on_one_thread(run)
     assert float(wrapped(np.ones(3), np.ones(3))) == 3.0
-    with blas_threads.limited(2):  # nested in a block holding the count: left as it is
+    with blas_threads.limited(2):  # nested in a block: the smaller count, then the block's
         held = [get() for get, _ in blas_threads._controls()]
         wrapped(np.ones(3), np.ones(3))
-    assert seen == [[1] * len(before), held]
+        assert [get() for get, _ in blas_threads._controls()] == held
+    assert seen == [[1] * len(before), [1] * len(before)]
     assert [get() for get, _ in blas_threads._controls()] == before
-    assert blas_threads._depth[0] == 0
+    assert not blas_threads.held()
+
+
+def test_overlapping_blocks_on_two_threads_keep_the_smallest_count(monkeypatch):
+    """A pmap's ``limited`` block opened while another thread runs a product on one thread
+    keeps its own count once that product ends (it was reset to the count from before both),
+    and the count from before comes back when the last block ends. (A stand-in BLAS: any
+    core count, any library.)"""
+    import threading
+    count, log = [8], []
+
+    def put(n):
+        count[0] = n
+        log.append(n)
+    monkeypatch.setattr(blas_threads, "_controls", lambda: [(lambda: count[0], put)])
+    monkeypatch.setattr(blas_threads, "cores", lambda: 8)
+    inside, leave = threading.Event(), threading.Event()
+    product = threading.Thread(target=blas_threads.on_one_thread(
+        lambda: (inside.set(), leave.wait(30))))
+    product.start()
+    assert inside.wait(30) and count[0] == 1
+    with blas_threads.limited(2):   # asks for 4: the product's 1 is smaller
+        assert count[0] == 1
+        leave.set()
+        product.join()
+        assert count[0] == 4 and blas_threads.held()
+    assert count[0] == 8 and not blas_threads.held()
+    assert log == [1, 4, 8]
 
 
 @needs_openblas
