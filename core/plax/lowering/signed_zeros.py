@@ -33,10 +33,13 @@ def _elementwise(ufunc_name: str):
     def combine(x, y, xp: Any = np):
         f = getattr(xp, ufunc_name)
         x, y = xp.asarray(x), xp.asarray(y)
+        if x.dtype.kind == "c" or y.dtype.kind == "c":
+            # complex values: JAX's lexicographic order (not NumPy's maximum, computed first
+            # and thrown away before), decided here, off the float path
+            return lexicographic(x, y, xp)
         out = xp.asarray(f(x, y))
         if not dtypes.is_float(out.dtype):  # (real floats have two zeros)
-            # complex values: JAX's lexicographic order, decided here, off the float path
-            return lexicographic(x, y, xp) if out.dtype.kind == "c" else out
+            return out
         if y.ndim == 0 and x.ndim > 0 or x.ndim == 0 and y.ndim > 0:
             done = _with_scalar(out, is_max, y if y.ndim == 0 else x, xp)
             if done is not None:
