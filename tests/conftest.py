@@ -12,6 +12,9 @@ Caches live in a temporary directory of the test session (``XDG_CACHE_HOME``, se
 :func:`keep_caches_in_the_session`): the Numba backend's kernels are compiled once per session
 and shared by its xdist workers and child interpreters, never left in the user's home. To
 keep kernels between runs (a warm rerun of a Numba test), set ``PLAX_NUMBA_CACHE_DIR``.
+Bytecode is shared too (tests/bytecode_cache.py): the xdist workers and child interpreters use
+one bytecode cache outside the checkout, and the xdist controller assertion-rewrites the test
+modules into it before the workers start, instead of each worker rewriting all of them.
 
 Numba's tiering is off outside the tests of compiled kernels (see :func:`tiering_wanted`):
 there a cluster that ran twice used to be compiled by a background compile worker, whose
@@ -34,6 +37,7 @@ import sys
 
 import pytest
 
+from bytecode_cache import modules_to_rewrite, rewrite_ahead, share_bytecode_with_the_workers
 from session_caches import keep_caches_in_the_session
 
 #: JAX plugins that put JAX on a GPU (their presence means an unconfigured JAX would take one)
@@ -80,6 +84,17 @@ share_the_gpu_between_workers()
 
 # before any plugin configures (and may load the backends) and before xdist starts workers
 _session_caches = keep_caches_in_the_session()
+# before xdist starts workers too: they and the child interpreters share one bytecode cache
+share_bytecode_with_the_workers()
+
+
+def pytest_configure(config):
+    # the xdist controller rewrites the test modules once, before its workers start collecting
+    # (each worker rewrote all of them itself: ~22 CPU s apiece); see tests/bytecode_cache.py
+    if getattr(config, "workerinput", None) is None and (config.getoption("numprocesses", None)
+                                                        or 0) > 1:
+        rewrite_ahead(config, modules_to_rewrite(
+            config.invocation_params.dir / arg for arg in config.args))
 
 
 def pytest_unconfigure(config):
