@@ -5,6 +5,7 @@ was recorded with ``jax_threefry_partitionable=False``, which this script sets).
 
     python examples/seeds/jax_for_the_impatient.py
 """
+import os
 import time
 
 import plax as jax
@@ -15,13 +16,18 @@ import numpy as np  # We import the standard NumPy library
 jax.config.update("jax_threefry_partitionable", False)  # the tutorial's (older) JAX default
 
 
-def timeit(fn, repeat=5):
+#: how many rounds each timing takes, of twice as many calls (tests/test_examples.py sets 1: it
+#: checks the values the tutorial prints, not the timings)
+ROUNDS = int(os.environ.get("PLAX_EXAMPLES_TIMING_ROUNDS", "5"))
+
+
+def timeit(fn, repeat=ROUNDS):
     fn()
     best = min(_once(fn) for _ in range(repeat))
     print(f"{best * 1e6:.1f} µs per loop (best of {repeat})")
 
 
-def _once(fn, number=10):
+def _once(fn, number=2 * ROUNDS):
     start = time.perf_counter()
     for _ in range(number):
         fn()

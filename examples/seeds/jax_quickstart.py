@@ -5,6 +5,7 @@ what is available instead (plax runs on the GPU only with a GPU backend installe
 
     python examples/seeds/jax_quickstart.py
 """
+import os
 import time
 
 import numpy as np
@@ -16,7 +17,12 @@ from plax import random
 from plax import device_put
 
 
-def timeit(label, fn, repeat=5, number=5):
+#: how many rounds of how many calls each timing takes (tests/test_examples.py sets 1: it checks
+#: the values the tutorial prints, not the timings, which took most of the script's time)
+ROUNDS = int(os.environ.get("PLAX_EXAMPLES_TIMING_ROUNDS", "5"))
+
+
+def timeit(label, fn, repeat=ROUNDS, number=ROUNDS):
     fn()
     best = float("inf")
     for _ in range(repeat):
