@@ -87,8 +87,8 @@ def _rewrite_into_cache(path: Path) -> bool:
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         stat, code = _rewrite_test(path, _CONFIG)
-    except (OSError, SyntaxError):
-        return False  # the worker's own import reports it
+    except Exception:  # noqa: BLE001  (unreadable, a syntax error, ...)
+        return False  # the worker's own import of the module reports it
     return _write_pyc(state, code, stat, pyc)
 
 
@@ -104,8 +104,9 @@ def rewrite_ahead(config, paths: Sequence[Path], processes: int = 2) -> int:
     result instead of each rewriting every module again.
 
     A module whose cached code is up to date is skipped. Nothing is done where the platform
-    cannot fork, or where pytest's assertion rewriting is off or its internals changed (the
-    workers then rewrite as before: only time is lost).
+    cannot fork, or where pytest's assertion rewriting is off or its internals changed, and a
+    module that cannot be rewritten is left alone (the workers then rewrite as before, and
+    report its error: only time is lost).
 
     Args:
       config: the controller's pytest config (its assertion-rewriting state and settings).
@@ -133,7 +134,7 @@ def rewrite_ahead(config, paths: Sequence[Path], processes: int = 2) -> int:
         with multiprocessing.get_context("fork").Pool(
                 processes, initializer=_start_rewriting_process) as pool:
             return sum(pool.map(_rewrite_into_cache, paths, chunksize=4))
-    except ImportError:
+    except Exception:  # noqa: BLE001  (a work-saving step: it never fails the session)
         return 0
     finally:
         _CONFIG = None

@@ -61,3 +61,18 @@ def test_a_module_rewritten_ahead_is_what_pytests_import_hook_loads(tmp_path, py
         namespace["test_it"]()
     finally:
         cached.unlink(missing_ok=True)
+
+
+@needs_fork
+def test_a_module_that_cannot_be_rewritten_is_left_to_the_workers(tmp_path, pytestconfig):
+    broken = tmp_path / "test_broken_syntax.py"
+    broken.write_text("def test_it(:\n    pass\n")
+    good = tmp_path / "test_fine.py"
+    good.write_text("def test_it():\n    assert True\n")
+    try:
+        # the error is the worker's to report, when it imports the module; the rest is rewritten
+        assert rewrite_ahead(pytestconfig, [broken, good]) == 1
+    finally:
+        for module in (broken, good):
+            for cached in PYCACHE.joinpath(*module.parent.parts[1:]).glob(module.stem + ".*"):
+                cached.unlink()
