@@ -94,7 +94,8 @@ def pytest_configure(config):
     if getattr(config, "workerinput", None) is None and (config.getoption("numprocesses", None)
                                                         or 0) > 1:
         rewrite_ahead(config, modules_to_rewrite(
-            config.invocation_params.dir / arg for arg in config.args))
+            (config.invocation_params.dir / arg for arg in config.args),
+            config.getini("norecursedirs")))
 
 
 def pytest_unconfigure(config):
