@@ -74,7 +74,7 @@ def _last(mask, xp):
     return xp.where(mask.any(axis=-1), found, -1)
 
 
-def reduce_extreme(rows, is_max: bool, xp: Any = np):
+def reduce_extreme(rows, is_max: bool, xp: Any = np, valid=None):
     """JAX's ``reduce_max`` (``reduce_min``) of complex ``rows`` along their last axis.
 
     The left fold ``acc = max(acc, e)`` from the identity keeps ``acc`` only while it beats
@@ -88,6 +88,8 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
       rows: a complex array, reduced along its last axis (of any length).
       is_max: max (True) or min.
       xp: its array module.
+      valid: where ``rows`` holds an element to fold (None: everywhere); the others are
+        skipped, as XLA's ``reduce_window`` skips the padding and the holes of a dilation.
 
     Returns:
       The reduced array, of ``rows``' dtype and shape without the last axis.
@@ -104,9 +106,11 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
     real, imag = xp.real(z), xp.imag(z)
     index = xp.arange(z.shape[-1])
     extreme = xp.max if is_max else xp.min
+    folded = True if valid is None else xp.concatenate(
+        [xp.ones(identity.shape, bool), xp.asarray(valid, bool)], axis=-1)
     # the last element with a NaN real part is replaced by the next one (when there is one)
-    nan_real = _last(xp.isnan(real), xp)[..., None]
-    after = index > nan_real
+    nan_real = _last(xp.isnan(real) & folded, xp)[..., None]
+    after = (index > nan_real) & folded
     top = extreme(xp.where(after, real, bound), axis=-1, keepdims=True)
     tied = after & (real == top)
     nan_imag = _last(tied & xp.isnan(imag), xp)[..., None]
@@ -117,3 +121,4 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
     pick = xp.where(~after.any(axis=-1, keepdims=True), nan_real,
                     xp.where(best >= 0, best, nan_imag))
     return xp.take_along_axis(z, pick, axis=-1)[..., 0]
+
