@@ -121,7 +121,7 @@ def test_complex_window_extremes_fold_as_xla(which, shape, window, strides, padd
 def test_complex_window_extremes_as_jax():
     jax = pytest.importorskip("jax")
     rng = np.random.default_rng(7)
-    for shape, window, strides, padding, with_nan in WINDOWS:
+    for shape, window, strides, padding, with_nan in WINDOWS[::3]:  # (JAX compiles each)
         x = _sample(rng, shape, with_nan)
         for pl, jl, init in ((plax_lax.max, jax.lax.max, -np.inf),
                              (plax_lax.min, jax.lax.min, np.inf)):

@@ -53,12 +53,12 @@ def test_scatter_that_writes_nothing_returns_the_operand(label, x, idx, upd, dnu
 @pytest.mark.parametrize("label,x,idx,upd,dnums", CASES[::3], ids=IDS[::3])
 def test_scatter_that_writes_nothing_as_jax(label, x, idx, upd, dnums):
     jax = pytest.importorskip("jax")
-    for kind in KINDS:
-        for mode in MODES:
-            want = _scatter(jax.lax, kind, mode, dnums)(x, idx, upd)
-            got = _scatter(plax_lax, kind, mode, dnums)(x, idx, upd)
-            assert got.shape == want.shape and got.dtype == want.dtype
-            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # every kind and every mode, each kind in one mode (JAX compiles each call)
+    for kind, mode in zip(KINDS, MODES * 2):
+        want = _scatter(jax.lax, kind, mode, dnums)(x, idx, upd)
+        got = _scatter(plax_lax, kind, mode, dnums)(x, idx, upd)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 AT_METHODS = ("set", "add", "multiply", "min", "max")

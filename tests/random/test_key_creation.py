@@ -107,7 +107,10 @@ def test_as_jax():
     # the recorded words checked against JAX itself (a sample: JAX compiles each operation)
     jax = pytest.importorskip("jax")
     k, ks = _keys(jax.random)
-    for label, make, words in CASES[::4]:
+    sample = {"zeros", "full of -1", "full of 1.5", "full_like 2**32 + 1", "lax.full"}
+    picked = [c for c in CASES if c[0] in sample]
+    assert len(picked) == len(sample)
+    for label, make, words in picked:
         want = make(jax.numpy, jax.lax, k, ks)
         assert str(want.dtype) == "key<fry>", label
         np.testing.assert_array_equal(np.asarray(jax.random.key_data(want)),
