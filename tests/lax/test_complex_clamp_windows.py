@@ -143,6 +143,6 @@ def test_complex_derivatives_refused_as_jax():
 @pytest.mark.parametrize("args", [(np.array([1 + 2j], C), 0, 2), (np.array([1 + 2j], C),),
                                   (np.float32([1, 2]), 0j, 1), (np.float32([1, 2]), None, 1j)])
 def test_clip_refuses_complex_values(args):
-    with pytest.raises(ValueError, match="Complex values have no ordering"):
+    with pytest.raises(ValueError, match="complex numbers have no order"):
         pnp.clip(*args)
     np.testing.assert_array_equal(np.asarray(pnp.clip(np.float32([-1, 3]), 0, 2)), [0, 2])

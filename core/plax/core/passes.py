@@ -218,12 +218,13 @@ def register_value_identity(primitive, when: Callable | None = None) -> None:
       primitive: the primitive. With no ``when`` it is always the identity, there for its
         type only (plax-pmap's ``pvary``, which marks a value as varying over mesh axes).
       when: for a primitive that is the identity only on some operands, which: a predicate
-        of the operands' shapes (tuples) and the equation's params (a scatter into an empty
+        of the operands (anything with a ``shape``: buffers eagerly, avals in a jaxpr) and
+        the equation's params (a scatter into an empty
         operand writes nothing, whatever its mode: ``plax.lax.slicing``).
 
     Example::
 
-      register_value_identity(scatter_add_p, when=lambda shapes, params: 0 in shapes[0])
+      register_value_identity(scatter_add_p, when=lambda ops, params: 0 in ops[0].shape)
     """
     _value_identities[primitive] = when
 
@@ -238,7 +239,7 @@ def _is_value_identity(e) -> bool:
     if e.primitive not in _value_identities:
         return False
     when = _value_identities[e.primitive]
-    return when is None or bool(when([v.aval.shape for v in e.invars], e.params))
+    return when is None or bool(when([v.aval for v in e.invars], e.params))
 
 
 def _holds_value_identity(jaxpr: Jaxpr) -> bool:
