@@ -339,7 +339,7 @@ def _scatter(kind: str):
         window = tuple(1 if i in dropped else next(win) for i in range(rank))
         out = cupy.ascontiguousarray(data).copy() if not data.flags.c_contiguous else data.copy()
         m = updates.size
-        if m:
+        if m and out.size:  # (into an empty operand a clip would aim at -1: nothing to do)
             # update elements in the reference's order: index vector major, then the window
             u = cupy.ascontiguousarray(cupy.transpose(updates, scatter_axes + list(dn.update_window_dims)))
             indices = indices if indices.flags.c_contiguous else cupy.ascontiguousarray(indices)

@@ -158,14 +158,12 @@ def _complex_scan(x, axis: int, reverse: bool, is_max: bool):
     prefix (``reverse``: each suffix) folded in its own order by JAX's lexicographic
     max/min from the identity (plax.lowering.complex_extremes). Forward, the fold carries
     from one prefix to the next; a suffix's fold starts anew (its first element comes
-    first), so ``reverse`` folds each suffix whole: quadratic, for a rare case."""
+    first): ``reverse`` finds every suffix's result at once (complex_extremes.reverse_scan)."""
     moved = np.moveaxis(x, axis, -1)
+    if reverse:
+        return np.moveaxis(complex_extremes.reverse_scan(moved, is_max), -1, axis)
     out = np.empty_like(moved)
     n = moved.shape[-1]
-    if reverse:
-        for k in range(n):
-            out[..., k] = complex_extremes.reduce_extreme(moved[..., k:], is_max)
-        return np.moveaxis(out, -1, axis)
     acc = np.full(moved.shape[:-1], complex(-np.inf if is_max else np.inf, 0.0), x.dtype)
     for k in range(n):
         step = moved[..., k]

@@ -23,6 +23,7 @@ import functools
 from plax import errors
 from plax.array import Array, _ShardedArray, from_host
 from plax.core import registry, trace
+from plax.core.passes import identity_condition
 from plax.core.trace import Tracer
 from plax.device import default_device
 from plax.float0 import apply_eagerly as float0_eagerly, is_float0_value
@@ -74,8 +75,22 @@ def kernel(device, prim):
             fn = _eager_body_kernel(backend, device, prim) or fn
         if fn is None:
             fn = functools.partial(backend.execute, prim)
+        when = identity_condition(prim)
+        if when is not None:
+            fn = _identity_when(when, fn)
         table[prim] = fn
     return fn
+
+
+def _identity_when(when, fn):
+    """``fn``, but handing back its first operand where ``when`` says the primitive is the
+    identity on it (:func:`plax.core.passes.register_value_identity`): the backend never
+    sees that case, eagerly as under ``jit``."""
+    def run(*bufs, **params):
+        if when(bufs, params):  # (the buffers themselves: no per-call list on this path)
+            return bufs[0]
+        return fn(*bufs, **params)
+    return run
 
 
 def _eager_body_kernel(backend, device, prim):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import sys
 import warnings
 from typing import Any
 
@@ -151,6 +152,20 @@ def to_numpy_dtype(dtype: Any) -> np.dtype:
         return np.dtype(dtype)
     except TypeError as err:
         raise TypeError(f"Cannot interpret {dtype!r} as a data type") from err
+
+
+def fills_keys(fill_value: Any, dtype: Any) -> bool:
+    """Whether filling with ``fill_value`` as ``dtype`` is a matter for typed keys
+    (:mod:`plax.random.key_fill`, which also refuses keys as numbers): ``dtype`` is a key
+    dtype or ``fill_value`` a key array. Cheap where no key was ever made (no key module).
+
+    Example:
+      >>> fills_keys(0, plax.random.key(0).dtype), fills_keys(0.0, np.float32)
+      (True, False)
+    """
+    keys = sys.modules.get("plax.random.keys")
+    return keys is not None and (isinstance(dtype, keys.KeyDType) or
+                                 isinstance(fill_value, keys.PRNGKeyArray))
 
 
 def check_user_dtype(dtype: Any, fun_name: str | None) -> np.dtype:

@@ -187,6 +187,11 @@ def test_errors():
         lax.reduce_window(x, 1.0, lax.sub, (1, 2, 2), (1, 1, 1), "VALID")
     with pytest.raises(TypeError, match="init_value must be a scalar"):
         lax.reduce_window(x, np.ones(2, np.float32), lax.add, (1, 2, 2), (1, 1, 1), "VALID")
+    # complex max/min windows are computed, as JAX computes them (lexicographically:
+    # tests/lax/test_complex_clamp_windows.py); their derivative is refused, as JAX's
+    z = x.astype(np.complex64)
+    assert lax.reduce_window(z, -np.inf, lax.max, (1, 2, 2), (1, 1, 1), "VALID").shape == \
+        (2, 3, 4)
     with pytest.raises(TypeError, match="complex64"):
-        lax.reduce_window(x.astype(np.complex64), -np.inf, lax.max, (1, 2, 2), (1, 1, 1),
-                          "VALID")
+        plax.jvp(lambda z: lax.reduce_window(z, -np.inf, lax.max, (1, 2, 2), (1, 1, 1),
+                                             "VALID"), (z,), (z,))

@@ -8,7 +8,7 @@ passes keep calls (a backend compiles each body once, through
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var, sub_jaxprs
@@ -205,26 +205,52 @@ def dependency_graph(eqns: list) -> tuple[list[list[int]], list[int]]:
     return readers, waiting
 
 
-_value_identities: set = set()
+_value_identities: dict = {}  # primitive -> None (always) or when(shapes, params) -> bool
 
 
-def register_value_identity(primitive) -> None:
-    """Declares ``primitive`` the identity on values: one operand, one result equal to it,
-    there for its type only (plax-pmap's ``pvary``, which marks a value as varying over mesh
-    axes). :func:`prepare_for_backend` removes its equations, also inside sub-jaxprs, so no
-    backend needs a kernel for it."""
-    _value_identities.add(primitive)
+def register_value_identity(primitive, when: Callable | None = None) -> None:
+    """Declares ``primitive`` the identity on its first operand: one result, equal to that
+    operand. :func:`prepare_for_backend` removes its equations, also inside sub-jaxprs, and
+    eager dispatch (:func:`plax.dispatch.kernel`) hands back the operand, so no backend
+    needs a kernel for that case.
+
+    Args:
+      primitive: the primitive. With no ``when`` it is always the identity, there for its
+        type only (plax-pmap's ``pvary``, which marks a value as varying over mesh axes).
+      when: for a primitive that is the identity only on some operands, which: a predicate
+        of the operands (anything with a ``shape``: buffers eagerly, avals in a jaxpr) and
+        the equation's params (a scatter into an empty
+        operand writes nothing, whatever its mode: ``plax.lax.slicing``).
+
+    Example::
+
+      register_value_identity(scatter_add_p, when=lambda ops, params: 0 in ops[0].shape)
+    """
+    _value_identities[primitive] = when
+
+
+def identity_condition(primitive) -> Callable | None:
+    """The ``when`` predicate ``primitive`` was registered with by
+    :func:`register_value_identity` (None for an unconditional identity or none at all)."""
+    return _value_identities.get(primitive)
+
+
+def _is_value_identity(e) -> bool:
+    if e.primitive not in _value_identities:
+        return False
+    when = _value_identities[e.primitive]
+    return when is None or bool(when([v.aval for v in e.invars], e.params))
 
 
 def _holds_value_identity(jaxpr: Jaxpr) -> bool:
-    return any(e.primitive in _value_identities
+    return any(_is_value_identity(e)
                or any(_holds_value_identity(j) for j in sub_jaxprs(e.params))
                for e in jaxpr.eqns)
 
 
 def erase_value_identities(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """``closed`` without the equations of primitives declared with
-    :func:`register_value_identity` (their results replaced by their operands), in every
+    """``closed`` without the equations that :func:`register_value_identity` declares
+    identities (their results replaced by their first operands), in every
     sub-jaxpr too; ``closed`` itself when it holds none."""
     if not _value_identities or not _holds_value_identity(closed.jaxpr):
         return closed
@@ -236,7 +262,7 @@ def erase_value_identities(closed: ClosedJaxpr) -> ClosedJaxpr:
 
     eqns = []
     for e in jaxpr.eqns:
-        if e.primitive in _value_identities:
+        if _is_value_identity(e):
             rename[e.outvars[0]] = sub(e.invars[0])
             continue
         params = e.params

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import plax.lax.binary as B
+from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.core.registry import register_rule
@@ -112,7 +113,7 @@ register_fusible(clamp_p, ELEMENTWISE)
 
 @clamp_p.def_abstract_eval
 def _clamp_abstract_eval(lo, x, hi):
-    check_dtype("clamp", x, ORDERED)
+    check_dtype("clamp", x, ORDERED)  # (complex operands: lax.clamp, below)
     same_dtypes("clamp", [lo, x, hi])
     for bound, what in ((lo, "min"), (hi, "max")):
         if bound.shape and bound.shape != x.shape:
@@ -122,8 +123,64 @@ def _clamp_abstract_eval(lo, x, hi):
 
 
 def clamp(min, x, max):
-    """Elementwise ``minimum(maximum(x, min), max)``; ``min``/``max`` are scalars or x-shaped."""
-    return clamp_p.bind(asarray(min), asarray(x), asarray(max))
+    """Elementwise ``minimum(maximum(x, min), max)``; ``min``/``max`` are scalars or x-shaped.
+
+    Complex operands are clamped as XLA clamps them (JAX 0.10.2): only the real parts are
+    compared, and a NaN fails the comparison: ``x`` is raised to ``min`` where
+    ``min.real >= x.real``, then lowered to ``max`` unless its real part is ``<= max.real``.
+    That is computed from other primitives (no backend needs a complex clamp kernel) and,
+    as in JAX, has no derivative.
+
+    Args:
+      min: the lower bound (a scalar, or of ``x``'s shape).
+      x: the operand.
+      max: the upper bound (a scalar, or of ``x``'s shape).
+
+    Returns:
+      The clamped values, of ``x``'s shape and dtype.
+
+    Example:
+      >>> lax.clamp(np.complex64(0j), np.complex64([1 + 1j, -1 + 5j, 3 - 1j]), np.complex64(2))
+      Array([1.+1.j, 0.+0.j, 2.+0.j], dtype=complex64)
+    """
+    lo, x, hi = asarray(min), asarray(x), asarray(max)
+    if dtypes.is_complex(aval_of(x).dtype):
+        _clamp_abstract_eval(*(ShapedArray(aval_of(v).shape, np.dtype(np.float32))
+                               for v in (lo, x, hi)))  # (the shapes' rules)
+        same_dtypes("clamp", [aval_of(v) for v in (lo, x, hi)])
+        return _complex_clamp()(lo, x, hi)
+    return clamp_p.bind(lo, x, hi)
+
+
+_complex_clamp_fn = []
+
+
+def _complex_clamp():
+    """XLA's complex clamp from select_n on real-part comparisons, as a custom_jvp whose
+    derivative is refused with JAX's TypeError (made at first use: no import cycle)."""
+    if not _complex_clamp_fn:
+        from plax.transforms.custom_derivatives import custom_jvp
+
+        @custom_jvp
+        def complex_clamp(lo, x, hi):
+            from plax.lax.shape import broadcast_in_dim
+            from plax.lax.unary import real_p
+            shape = aval_of(x).shape
+            lo, hi = (b if aval_of(b).shape == shape else broadcast_in_dim(b, shape, ())
+                      for b in (lo, hi))
+            re = real_p.bind
+            raised = select_n(B.ge(re(lo), re(x)), x, lo)
+            return select_n(B.le(re(raised), re(hi)), hi, raised)
+
+        @complex_clamp.defjvp
+        def _refused(primals, tangents):
+            dtype = aval_of(primals[1]).dtype
+            raise TypeError(f"gt does not accept dtype {dtype} at position 0: clamp of complex "
+                            "values (which compares their real parts) has no derivative, as "
+                            "in JAX; clamp the real and imaginary parts as real arrays to "
+                            "differentiate.")
+        _complex_clamp_fn.append(complex_clamp)
+    return _complex_clamp_fn[0]
 
 
 @register_rule("batch", clamp_p)

@@ -166,6 +166,9 @@ def full(shape: Sequence[int], fill_value, dtype=None, sharding=None, *,
     """
     if sharding is not None:
         return out_sharded(lambda: full(shape, fill_value, dtype, weak_type=weak_type), sharding)
+    if dtypes.fills_keys(fill_value, dtype):
+        from plax.random.key_fill import full_keys
+        return full_keys(shape, fill_value, dtype)
     from plax.array import from_host
     from plax.lax.convert import convert_element_type
     shape = lax_shape(shape, "full shape")
@@ -189,6 +192,9 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     (``sharding``: the result's explicit sharding)."""
     if sharding is not None:
         return out_sharded(lambda: full_like(x, fill_value, dtype, shape), sharding)
+    if dtypes.fills_keys(x, None):  # a key array: its shape, and its key dtype unless given
+        return full(x.shape if shape is None else shape, fill_value,
+                    x.dtype if dtype is None else dtype)
     a = aval_of(asarray(x)) if not hasattr(x, "aval") else x.aval
     dt = dtype if dtype is not None else a.dtype
     out = full(a.shape if shape is None else shape, fill_value, dt,

@@ -21,6 +21,7 @@ import numpy as np
 
 import plax.lax.binary as B
 from plax.array import Array
+from plax.core.passes import register_value_identity
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.trace import Tracer
@@ -748,6 +749,16 @@ scatter_add_p = _scatter_prim("scatter-add", NUMBER)
 scatter_mul_p = _scatter_prim("scatter-mul", NUMBER)
 scatter_min_p = _scatter_prim("scatter-min", ANY)  # complex numbers compare lexicographically
 scatter_max_p = _scatter_prim("scatter-max", ANY)
+
+
+def _into_an_empty_operand(operands, params) -> bool:
+    return 0 in operands[0].shape
+
+
+# A scatter into an empty operand writes nothing, whatever its mode (JAX returns the operand);
+# a backend's clamp (mode 'clip') would aim below 0 on the empty axis, so none is asked to.
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    register_value_identity(_p, when=_into_an_empty_operand)
 
 
 def _scatter_binder(prim):

@@ -20,7 +20,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import NUMBER, ORDERED, asarray, aval_of, check_dtype
+from plax.lax.base import ANY, NUMBER, ORDERED, asarray, aval_of, check_dtype
 from plax.lax.convolution import padtype_to_pads
 from plax.transforms.jvp import Zero, deflinear
 
@@ -86,8 +86,9 @@ def _window_prim(name: str, allowed) -> Primitive:
 
 
 reduce_window_sum_p = _window_prim("reduce_window_sum", NUMBER)
-reduce_window_max_p = _window_prim("reduce_window_max", ORDERED)
-reduce_window_min_p = _window_prim("reduce_window_min", ORDERED)
+# complex operands compare lexicographically, as JAX's max/min (plax.lowering.complex_extremes)
+reduce_window_max_p = _window_prim("reduce_window_max", ANY)
+reduce_window_min_p = _window_prim("reduce_window_min", ANY)
 
 
 def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
@@ -125,7 +126,7 @@ def reduction_identity(dtype, which: str):
 
     Returns:
       A Python scalar: 0 for a sum; for max/min the dtype's lowest/highest value (-inf/inf for
-      floats, False/True for bool).
+      floats and for the real part of complex numbers, False/True for bool).
 
     Example:
       >>> reduction_identity(np.int8, "max")
@@ -171,6 +172,10 @@ def reduce_window_array(x, which: str, *, window_dimensions, window_strides, pad
     compute = np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
     x = x.astype(compute, copy=False)
     axes = tuple(range(x.ndim))
+    if dtype.kind == "c" and which != "sum" and x.ndim:
+        return _complex_extreme_windows(x, which == "max", axes, window_dimensions,
+                                        window_strides, padding, base_dilation,
+                                        window_dilation, xp)
     x = dilate_and_pad(x, axes, base_dilation, padding, reduction_identity(compute, which),
                        xp=xp)
     if x.ndim == 0:
@@ -186,6 +191,25 @@ def reduce_window_array(x, which: str, *, window_dimensions, window_strides, pad
     else:
         out = view.max(axis=w_axes) if which == "max" else view.min(axis=w_axes)
     return xp.ascontiguousarray(out.astype(dtype, copy=False))
+
+
+def _complex_extreme_windows(x, is_max: bool, axes, window_dimensions, window_strides,
+                             padding, base_dilation, window_dilation, xp):
+    """``reduce_window_max``/``min`` of a complex array as XLA computes it: JAX's
+    lexicographic max/min folded over each window's elements in row-major order from the
+    identity, the padding and the holes of a base dilation skipped (not folded as the
+    identity: with NaNs and ties that would change the result)."""
+    from plax.lax.convolution import dilate_and_pad, window_view
+    from plax.lowering.complex_extremes import reduce_extreme
+    z = dilate_and_pad(x, axes, base_dilation, padding, 0, xp=xp)
+    valid = dilate_and_pad(xp.ones(x.shape, bool), axes, base_dilation, padding, False, xp=xp)
+    shape = window_output_shape(z.shape, window_dimensions, window_strides,
+                                ((0, 0),) * z.ndim, (1,) * z.ndim, window_dilation)
+    if 0 in shape:
+        return xp.zeros(shape, x.dtype)
+    windows = [window_view(a, axes, window_dimensions, window_strides, window_dilation, shape,
+                           xp=xp).reshape(shape + (-1,)) for a in (z, valid)]
+    return xp.ascontiguousarray(reduce_extreme(windows[0], is_max, xp, valid=windows[1]))
 
 
 def _patches(x, fill, *, window_dimensions, window_strides, padding, base_dilation,

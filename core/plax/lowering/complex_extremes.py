@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["first_wins", "maximum", "minimum", "reduce_extreme"]
+__all__ = ["first_wins", "maximum", "minimum", "reduce_extreme", "reverse_scan"]
 
 
 def first_wins(x, y, is_max: bool, xp: Any = np):
@@ -74,7 +74,7 @@ def _last(mask, xp):
     return xp.where(mask.any(axis=-1), found, -1)
 
 
-def reduce_extreme(rows, is_max: bool, xp: Any = np):
+def reduce_extreme(rows, is_max: bool, xp: Any = np, valid=None):
     """JAX's ``reduce_max`` (``reduce_min``) of complex ``rows`` along their last axis.
 
     The left fold ``acc = max(acc, e)`` from the identity keeps ``acc`` only while it beats
@@ -88,6 +88,8 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
       rows: a complex array, reduced along its last axis (of any length).
       is_max: max (True) or min.
       xp: its array module.
+      valid: where ``rows`` holds an element to fold (None: everywhere); the others are
+        skipped, as XLA's ``reduce_window`` skips the padding and the holes of a dilation.
 
     Returns:
       The reduced array, of ``rows``' dtype and shape without the last axis.
@@ -104,9 +106,11 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
     real, imag = xp.real(z), xp.imag(z)
     index = xp.arange(z.shape[-1])
     extreme = xp.max if is_max else xp.min
+    folded = True if valid is None else xp.concatenate(
+        [xp.ones(identity.shape, bool), xp.asarray(valid, bool)], axis=-1)
     # the last element with a NaN real part is replaced by the next one (when there is one)
-    nan_real = _last(xp.isnan(real), xp)[..., None]
-    after = index > nan_real
+    nan_real = _last(xp.isnan(real) & folded, xp)[..., None]
+    after = (index > nan_real) & folded
     top = extreme(xp.where(after, real, bound), axis=-1, keepdims=True)
     tied = after & (real == top)
     nan_imag = _last(tied & xp.isnan(imag), xp)[..., None]
@@ -117,3 +121,85 @@ def reduce_extreme(rows, is_max: bool, xp: Any = np):
     pick = xp.where(~after.any(axis=-1, keepdims=True), nan_real,
                     xp.where(best >= 0, best, nan_imag))
     return xp.take_along_axis(z, pick, axis=-1)[..., 0]
+
+
+def _lexicographic_keys(re, im, xp):
+    """Integers ordered as the NaN-free complex values ``re + im j`` are lexicographically
+    (``-0 == +0``): for 32-bit parts both parts' order-preserving bit patterns in one uint64
+    (no sort); for 64-bit parts the values' ranks (a sort: 128 bits do not fit)."""
+    re, im = re + 0.0, im + 0.0   # (-0 becomes +0: equal values get equal keys)
+    if re.dtype == np.float32:
+        def ordered(part):
+            bits = part.view(np.uint32)
+            return xp.where(bits >> np.uint32(31) != 0, ~bits,
+                            bits | np.uint32(0x80000000)).astype(np.uint64)
+        return (ordered(re) << np.uint64(32)) | ordered(im)
+    z = xp.empty(re.shape, np.complex128)
+    z.real, z.imag = re, im
+    _, rank = xp.unique(z.ravel(), return_inverse=True)   # (NumPy sorts complex values
+    return rank.reshape(re.shape)                          # lexicographically)
+
+
+def _suffix(ufunc, a):
+    """``ufunc`` accumulated along the last axis from the end (each suffix's result)."""
+    return ufunc.accumulate(a[..., ::-1], axis=-1)[..., ::-1]
+
+
+def reverse_scan(rows, is_max: bool, xp: Any = np):
+    """JAX's reverse ``cummax`` (``cummin``) of complex ``rows`` along their last axis: each
+    suffix folded from the identity, its first element first, by the lexicographic max/min
+    (what :func:`reduce_extreme` computes for one suffix), for all suffixes in linear work
+    for complex64 (complex128: a sort ranks the values).
+
+    The fold of the suffix at ``k`` without the identity is ``x[k]`` when ``x[k]`` beats every
+    later element strictly, else the fold of the suffix at ``k + 1``: so it is the element at
+    the first such *record* at or after ``k``. ``x[k]`` beats every later element when it
+    beats their NaN-free stand-ins' lexicographic extreme (a NaN real part stands as
+    ``+-inf + +-inf j``, a NaN imaginary part as ``re +- inf j``: what no operand beats),
+    found by accumulating order-preserving keys from the end. The identity, folded first,
+    survives where it beats that extreme.
+
+    Args:
+      rows: a complex array, scanned along its last axis.
+      is_max: cummax (True) or cummin.
+      xp: its array module.
+
+    Returns:
+      The scan, of ``rows``' dtype and shape.
+
+    Example:
+      >>> rows = np.complex64([1j, complex(np.nan, 0), 2j, 0j])
+      >>> reverse_scan(rows, True)
+      array([0.+2.j, 0.+2.j, 0.+2.j, 0.+0.j], dtype=complex64)
+    """
+    rows = xp.asarray(rows)
+    n = rows.shape[-1]
+    if n == 0 or rows.size == 0:
+        return rows.copy()
+    re, im = xp.real(rows), xp.imag(rows)
+    big = np.inf if is_max else -np.inf
+    nan_re, nan_im = xp.isnan(re), xp.isnan(im)
+    stand_re = xp.where(nan_re, big, re)
+    stand_im = xp.where(nan_re | nan_im, big, im)
+    key = _lexicographic_keys(stand_re, stand_im, xp)
+    if not is_max:  # (the smallest value has the largest key)
+        key = ~key if key.dtype == np.uint64 else -key
+    better = np.maximum if is_max else np.minimum
+    extreme_key = _suffix(np.maximum, key)          # the suffix's extreme, as a key
+    extreme_re = _suffix(better, stand_re)          # ... and its real part
+    # x[k] beats every later element (the last element always counts as a record)
+    beats = xp.zeros(rows.shape, bool)
+    later_key, later_re = extreme_key[..., 1:], extreme_re[..., 1:]
+    head_re = re[..., :-1]
+    beats_re = head_re > later_re if is_max else head_re < later_re
+    beats[..., :-1] = ~nan_re[..., :-1] & xp.where(nan_im[..., :-1], beats_re,
+                                                   key[..., :-1] > later_key)
+    beats[..., -1] = True
+    record = _suffix(np.minimum, xp.where(beats, xp.arange(n), n))
+    folded = xp.take_along_axis(rows, record, axis=-1)
+    # the identity (-inf + 0j for max) beats the extreme only where every real part is its
+    # bound, all of them then compared by their imaginary parts
+    bound = -np.inf if is_max else np.inf
+    extreme_im = _suffix(better, stand_im)
+    identity_wins = (extreme_re == bound) & (0 > extreme_im if is_max else 0 < extreme_im)
+    return xp.where(identity_wins, rows.dtype.type(complex(bound, 0.0)), folded)

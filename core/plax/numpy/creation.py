@@ -264,6 +264,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None, out_sha
         return with_out_sharding(lambda: full(shape, fill_value, dtype, device=device),
                                  out_sharding)
     shape = canonicalize_shape(shape)
+    if dtypes.fills_keys(fill_value, dtype):  # typed keys (plax.random.key_fill)
+        return lax.full(shape, fill_value, dtype)
     if dtype is None:
         dt = dtypes.dtype(fill_value)
     else:
@@ -279,7 +281,7 @@ def zeros(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """An array of zeros (float32 by default)."""
     if out_sharding is not None:
         return with_out_sharding(lambda: zeros(shape, dtype, device=device), out_sharding)
-    return lax.full(canonicalize_shape(shape), 0, _default_or(dtype, "zeros"))
+    return _filled(shape, 0, dtype, "zeros")
 
 
 def ones(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
@@ -292,7 +294,7 @@ def ones(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
     """
     if out_sharding is not None:
         return with_out_sharding(lambda: ones(shape, dtype, device=device), out_sharding)
-    return lax.full(canonicalize_shape(shape), 1, _default_or(dtype, "ones"))
+    return _filled(shape, 1, dtype, "ones")
 
 
 def empty(shape: Any, dtype: Any = None, *, device=None, out_sharding=None):
@@ -306,6 +308,13 @@ def _default_or(dtype, name):
     return dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype, name)
 
 
+def _filled(shape, value: int, dtype, name: str):
+    """``value`` in ``shape``, of ``dtype`` (float by default; a key dtype gives keys whose
+    every word is ``value``, as JAX's)."""
+    dt = dtype if dtypes.fills_keys(value, dtype) else _default_or(dtype, name)
+    return lax.full(canonicalize_shape(shape), value, dt)
+
+
 def _like(a, dtype, shape, value, name: str = "full_like"):
     """``value`` in the shape and dtype of ``a`` (or those given), sharded as JAX's
     ``lax.full_like`` shards it: traced, with ``a``'s type sharding when ``shape`` is not
@@ -313,6 +322,9 @@ def _like(a, dtype, shape, value, name: str = "full_like"):
     shape is ``a``'s (or ``a`` is replicated)."""
     if has_jax_array(a) and not (hasattr(a, "dtype") and hasattr(a, "shape")):
         a = a.__jax_array__()  # (JAX 0.10 reads a wrapper's array here, once)
+    if dtypes.fills_keys(a, None):
+        # a key array: keys of its shape (or ``shape``) and key dtype, or numbers of ``dtype``
+        return lax.full_like(a, value, dtype, shape)
     check_arraylike(name, a)
     host = not isinstance(a, (Array, Tracer))  # no sharding to follow (placed or not)
     a = asarray(a)

@@ -1060,6 +1060,12 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
     hi = max if max is not None else a_max
     check_arraylike("clip", arr)
     out = asarray_weak(arr)
+    if any(b is not None and dtypes.is_complex(_dt(asarray_weak(b))) for b in (out, lo, hi)):
+        # (lax.clamp orders complex values by their real parts, as XLA does; jnp.clip refuses)
+        raise ValueError("jnp.clip got a complex operand or bound: complex numbers have no "
+                         "order to clip by. Clip the real and imaginary parts separately "
+                         "(plax.numpy.real / plax.numpy.imag), or use lax.clamp, which "
+                         "compares real parts as XLA does.")
     if lo is not None:
         out = maximum(lo, out)
     if hi is not None:

@@ -28,6 +28,7 @@ import numpy as np
 
 import plax
 from plax import dtypes
+from plax.core.passes import identity_condition
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 
@@ -419,6 +420,18 @@ def on_each_device(backend_name: str, check: Callable[[], None]) -> None:
                 raise AssertionError(f"on {device!r}: {err}") from None
 
 
+def answered_by_core(prim: Primitive, operands: Sequence, params: dict) -> bool:
+    """Whether the core answers ``prim`` on ``operands`` itself, handing no backend the case
+    (:func:`plax.core.passes.register_value_identity`: a scatter into an empty operand).
+
+    Example::
+
+      answered_by_core(lax.scatter_add_p, [np.zeros((0,)), idx, upd], params)   # True
+    """
+    when = identity_condition(prim)
+    return when is not None and bool(when([np.asarray(a) for a in operands], params))
+
+
 def check_values(spec: Spec, dtype: str, backend, backend_name: str) -> None:
     """Every case of ``spec`` for ``dtype``, on every device of the backend, against the
     reference and the abstract eval, three ways: straight through ``backend.execute`` on
@@ -433,11 +446,13 @@ def check_values(spec: Spec, dtype: str, backend, backend_name: str) -> None:
         for case in cases:
             operands = case.operands()
             avals = expected_avals(prim, operands, case.params)
-            # eager, straight through the backend
-            bufs = [backend.put(np.asarray(a), device) for a in operands]
-            out = backend.execute(prim, *bufs, **case.params)
-            outs = [np.asarray(backend.to_host(b)) for b in _out_list(prim, out)]
-            check_result(prim, case, operands, outs, avals, "backend.execute" + on)
+            # eager, straight through the backend (but for a case the core answers itself,
+            # which no backend is handed: plax.core.passes.register_value_identity)
+            if not answered_by_core(prim, operands, case.params):
+                bufs = [backend.put(np.asarray(a), device) for a in operands]
+                out = backend.execute(prim, *bufs, **case.params)
+                outs = [np.asarray(backend.to_host(b)) for b in _out_list(prim, out)]
+                check_result(prim, case, operands, outs, avals, "backend.execute" + on)
             # eager dispatch, operands transferred to the device and results back (the device
             # is also the default device, where primitives without operands run)
             f = bind(prim, case.params)

@@ -14,7 +14,7 @@ import numpy as np
 from plax.lax.convolution import ConvDimensionNumbers, conv_general_dilated_p
 from plax.lax.windows import reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p
 
-from .harness import BOOL, NUM, ORDERED, Case, GradCase, Spec, dt, f64, pyints, rand, \
+from .harness import BOOL, COMPLEX, NUM, ORDERED, Case, GradCase, Spec, dt, f64, pyints, rand, \
     rand_distinct, wrap, zero_ordered_max, zero_ordered_min
 
 SPECS: list[Spec] = []
@@ -181,7 +181,17 @@ def window_ref(x, *, which, window_dimensions, window_strides, padding, base_dil
 
 
 def _extreme(vals, which: str, exact: bool):
-    """max/min of one window: NaN propagates, ``-0.0 < +0.0`` (XLA's order)."""
+    """max/min of one window: NaN propagates, ``-0.0 < +0.0`` (XLA's order); complex values
+    folded from the identity by JAX's lexicographic max/min (the first only if it wins
+    strictly), in the window's row-major order."""
+    if isinstance(vals[0], complex) or np.iscomplexobj(vals[0]):
+        acc = complex(-np.inf if which == "max" else np.inf, 0)
+        for v in vals:
+            a, b = (acc.real, acc.imag), (v.real, v.imag)
+            wins = (a[1] > b[1] if which == "max" else a[1] < b[1]) if a[0] == b[0] else \
+                (a[0] > b[0] if which == "max" else a[0] < b[0])
+            acc = acc if wins else complex(v)
+        return acc
     if exact:
         return max(vals) if which == "max" else min(vals)
     combine = zero_ordered_max if which == "max" else zero_ordered_min
@@ -226,7 +236,16 @@ def _window_spec(prim, which, types):
         for shape, p, label in WINDOW_CONFIGS:
             sample = (lambda s: lambda rng: [rand(rng, s, d, -3, 3)])(shape)
             ref = (lambda p: lambda x: window_ref(x, which=which, **p))(p)
-            out.append(Case(p, sample, ref, label, tol_scale=4))
+            # complex max/min: not differentiable (JAX's JVP compares with ge)
+            out.append(Case(p, sample, ref, label, tol_scale=4,
+                            grad_operands=() if d.kind == "c" and which != "sum" else None))
+        if which != "sum" and d.kind == "c":
+            # a NaN real part, ties of real parts, padding skipped (not folded as the identity)
+            p = _wparams((3,), padding=((1, 1),))
+            x = np.array([complex(np.nan, 1), 1 + 2j, 1 - 2j, complex(-np.inf, -0.0), 0j], d)
+            out.append(Case(p, lambda rng: [x], lambda x: window_ref(x, which=which, **p),
+                            "NaN, ties, padding", vmap=False, exact_bits=True,
+                            grad_operands=()))
         if which != "sum" and (d.kind == "f" or d.name == "bfloat16"):
             # windows of two whose max/min is a zero of either sign, bit for bit (the 1-D
             # case's program); and NaN, which propagates
@@ -249,5 +268,5 @@ def _window_spec(prim, which, types):
 
 
 _window_spec(reduce_window_sum_p, "sum", NUM)
-_window_spec(reduce_window_max_p, "max", ORDERED)
-_window_spec(reduce_window_min_p, "min", ORDERED)
+_window_spec(reduce_window_max_p, "max", ORDERED + COMPLEX)
+_window_spec(reduce_window_min_p, "min", ORDERED + COMPLEX)

@@ -239,6 +239,8 @@ def scatter_ref(combine, operand, indices, updates, *, dimension_numbers, mode, 
     window = [1] * out.ndim
     for ud, od in zip(dn.update_window_dims, window_dims):
         window[od] = updates.shape[ud]
+    if out.size == 0:  # nothing lands (a CLIP start would aim below 0 on an empty axis)
+        return out
     for uidx in np.ndindex(*updates.shape):
         b = tuple(uidx[a] for a in scatter_axes)
         start = [0] * out.ndim
@@ -275,6 +277,13 @@ SCATTER_CONFIGS = [
     ("window first", (5, 3), (2, 1), (3, 2), (0, 5), _sdn((0,), (0,), (0,)), Mode.CLIP, False),
     ("unique rows", (5, 3), (3, 1), (3, 3), None, _sdn((1,), (0,), (0,)), Mode.FILL_OR_DROP, True),
     ("empty", (5, 3), (0, 1), (0, 3), (0, 5), _sdn((1,), (0,), (0,)), Mode.FILL_OR_DROP, False),
+    # into an empty operand nothing lands, in every mode (XLA returns the operand)
+    ("empty operand clip", (0, 3), (2, 1), (2, 3), (-1, 2), _sdn((1,), (0,), (0,)), Mode.CLIP,
+     False),
+    ("empty operand drop", (0,), (2, 1), (2,), (-1, 2), _sdn((), (0,), (0,)), Mode.FILL_OR_DROP,
+     False),
+    ("empty operand promise", (0,), (2, 1), (2,), (0, 1), _sdn((), (0,), (0,)),
+     Mode.PROMISE_IN_BOUNDS, False),
 ]
 
 
@@ -294,7 +303,8 @@ def _scatter_spec(prim, combine, dtypes, *, unique_only=False, grads=None, small
     def cases(d):
         out = []
         for label, s, ishape, ushape, rr, dn, mode, unique in SCATTER_CONFIGS:
-            if unique_only and not unique and label not in ("empty", "batching"):
+            if unique_only and not unique and not label.startswith("empty") and \
+                    label != "batching":
                 continue
             p = _scatter_params(dn, mode, unique)
 
@@ -313,6 +323,10 @@ def _scatter_spec(prim, combine, dtypes, *, unique_only=False, grads=None, small
                     if d != np.bool_ else wide
             # scatter-mul is differentiable in its updates only with unique indices (as in JAX)
             grad_operands = (0,) if prim is lax.scatter_mul_p and not unique else None
+            if label.startswith("empty operand"):
+                # the updates' cotangent is a gather from an empty operand, which JAX refuses
+                # as plax does (tests/lax/test_scatter_empty.py); nothing else to linearize
+                grad_operands = ()
             out.append(Case(p, sample, ref, label, tol_scale=4, grad_operands=grad_operands))
         return out
     spec = Spec(prim, dtypes, cases, grads=grads)
