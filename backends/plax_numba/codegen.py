@@ -582,16 +582,16 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
     large = math.prod(shape) >= PARALLEL_MIN
     out_params = (preallocate and order_free and large and not low
                   and not broadcast_operands_partial(cluster, shape) and not into)
-    if indexed and shape[-1] >= INDEXED_ROWS_MIN and not out_params and (
-            shape[0] >= INDEXED_ROWS_MIN
-            or (parallel is False and math.prod(shape[:-1]) >= INDEXED_ROWS_MIN)):
-        # many long rows: nested loops threaded over the outermost, every array of the
+    if (indexed and min(shape[-1], math.prod(shape[:-1])) >= INDEXED_ROWS_MIN
+            and not out_params):
+        # many long rows: nested loops threaded over the outermost axis, every array of the
         # iteration shape read and written by rows (_nested_at), never by a flat position
         # summed from the indices: numba checks such a computed index for wrap-around,
         # which kept LLVM from vectorising the row (softmax's x / sum on 1000x1000: 650 ->
-        # 130 CPU us). A serial loop shares nothing out, so its rows may lie along any
-        # leading axes (attention's 8x128x128 scores over their sums: the flat loop's two
-        # divisions and a remainder per element cost 5-10x the nested loop)
+        # 130 CPU us). The rows may lie along any leading axes: attention's 8x128x128
+        # scores over their row sums took the flat loop, two divisions and a remainder per
+        # element, 84 us nested against 10.6 ms serial and 23 ms threaded flat (load ~10),
+        # so a few items along the outermost axis to share out beat it
         flat = False
     # any other large kernel writes its array outputs into buffers its wrapper allocates
     # (NumPy's, as out_params kernels'; passed as ``into`` passes them): numba allocated a

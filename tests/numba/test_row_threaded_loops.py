@@ -262,13 +262,13 @@ def test_lone_relu_is_a_threaded_kernel_bit_identical():
     assert np.isnan(got[0, 0]) and not np.signbit(got[0, 3:6]).any()
 
 
-def test_serial_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
-    """An indexed loop (a partial broadcast, no reduction) over (2, 24, 400) has 48 rows
-    but only 2 along its outermost axis. Threaded, it keeps the flat loop (the threads share
-    out elements, not 2 items); serial -- a program whose matrix products take BLAS's
-    threads, such as attention's scores over their row sums -- it runs nested loops by rows
-    with no division per element, and equals the reference bit for bit (zeros, NaN and
-    infinities among the divisors)."""
+def test_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
+    """An indexed loop (a partial broadcast, no reduction) over (2, 24, 400) has 48 rows but
+    only 2 along its outermost axis (attention's scores over their row sums: 8x128x128).
+    Threaded or serial (a program whose matrix products take BLAS's threads), it runs nested
+    loops by rows, no division per element (the flat loop's two divisions and a remainder
+    per element kept the row from vectorising), threaded over the outermost axis, and
+    equals the reference bit for bit (zeros, NaN and infinities among the divisors)."""
     from plax.lowering import explicit_broadcasts, find_clusters
     from plax_numba import codegen, kernels
     monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
@@ -280,12 +280,19 @@ def test_serial_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
         return x / s
     (cluster,) = find_clusters(explicit_broadcasts(plax.make_jaxpr(scaled)(x, s).jaxpr))
     threaded = codegen.plan_cluster(cluster, preallocate=True).source
-    assert " // " in threaded and "prange(n0 * n1 * n2)" in threaded
+    assert " // " not in threaded and "for i0 in prange(n0):" in threaded, threaded
     serial = codegen.plan_cluster(cluster, preallocate=True, parallel=False).source
     assert " // " not in serial and "for i2 in range(n2):" in serial, serial
-    # a product above BLAS_THREADED_MIN in the program makes its clusters serial
-    monkeypatch.setattr(kernels, "BLAS_THREADED_MIN", -1)
-    source = compiled_source(scaled, x, s)
-    assert " // " not in source and "o0_r[i2] = t1" in source, source
     (got,), (want,) = both(scaled, x, s, fallback_is_error=True)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    # a product above BLAS_THREADED_MIN in the program makes its clusters serial (a new
+    # function: the one above is compiled already)
+    monkeypatch.setattr(kernels, "BLAS_THREADED_MIN", -1)
+
+    def scaled_serially(x, s):
+        return x / s
+    source = compiled_source(scaled_serially, x, s)
+    assert " // " not in source and "for i0 in range(n0):" in source
+    assert "o0_r[i2] = t1" in source
+    (got,), _ = both(scaled_serially, x, s, fallback_is_error=True)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
