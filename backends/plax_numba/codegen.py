@@ -584,7 +584,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                   and not broadcast_operands_partial(cluster, shape) and not into)
     if (indexed and min(shape[-1], math.prod(shape[:-1])) >= INDEXED_ROWS_MIN
             and not out_params):
-        # many long rows: nested loops threaded over the outermost axis, every array of the
+        # many long rows: nested loops threaded over the rows, every array of the
         # iteration shape read and written by rows (_nested_at), never by a flat position
         # summed from the indices: numba checks such a computed index for wrap-around,
         # which kept LLVM from vectorising the row (softmax's x / sum on 1000x1000: 650 ->
@@ -832,6 +832,21 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                 lines.append(f"        {idx[d]} = {value}" if d == 0 else
                              f"        {idx[d]} = {value} % {dims[d]}")
         lines += ["        " + s for s in body]
+    elif indexed and parallel and rank > 2:
+        # an indexed loop's rows along several leading axes: threaded as one range of rows
+        # (their leading indices from the row's number, once per row), so a (2, 24, 400)
+        # loop shares its 48 rows among all the threads, not its 2 outer items
+        lead = dims[:-1]
+        lines.append(f"    for row in prange({' * '.join(lead)}):")
+        for d in range(rank - 1):
+            value = "row" if d == rank - 2 else f"row // ({' * '.join(lead[d + 1:])})"
+            lines.append(f"        {idx[d]} = {value}" if d == 0 else
+                         f"        {idx[d]} = {value} % {dims[d]}")
+        lines += ["        " + f"{r}_r = {r}[{', '.join(idx[:-1])}]" for r in rows]
+        lines += ["        " + s for s in row_pre]
+        lines.append(f"        for {idx[-1]} in range({dims[-1]}):")
+        lines += ["            " + s for s in body]
+        lines += ["        " + s for s in row_post]
     else:
         depth = 1  # (the indentation of the next line, in levels)
         for d in range(rank):

@@ -265,12 +265,14 @@ def test_lone_relu_is_a_threaded_kernel_bit_identical():
 def test_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
     """An indexed loop (a partial broadcast, no reduction) over (2, 24, 400) has 48 rows but
     only 2 along its outermost axis (attention's scores over their row sums: 8x128x128).
-    Threaded or serial (a program whose matrix products take BLAS's threads), it runs nested
-    loops by rows, no division per element (the flat loop's two divisions and a remainder
-    per element kept the row from vectorising), threaded over the outermost axis, and
-    equals the reference bit for bit (zeros, NaN and infinities among the divisors)."""
+    It runs nested loops by rows, no division per element (the flat loop's two divisions
+    and a remainder per element kept the row from vectorising): threaded, over all 48 rows
+    as one range (the leading indices from the row's number), not over the 2 outer items;
+    serial (a program whose matrix products take BLAS's threads), as plain nested loops.
+    The threaded kernel equals the reference bit for bit (zeros, NaN and infinities among
+    the divisors); one compile, the plans' texts without one."""
     from plax.lowering import explicit_broadcasts, find_clusters
-    from plax_numba import codegen, kernels
+    from plax_numba import codegen
     monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 24, 400)).astype(np.float32)  # (above WHOLE_MAX elements)
@@ -279,20 +281,11 @@ def test_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
     def scaled(x, s):
         return x / s
     (cluster,) = find_clusters(explicit_broadcasts(plax.make_jaxpr(scaled)(x, s).jaxpr))
-    threaded = codegen.plan_cluster(cluster, preallocate=True).source
-    assert " // " not in threaded and "for i0 in prange(n0):" in threaded, threaded
     serial = codegen.plan_cluster(cluster, preallocate=True, parallel=False).source
     assert " // " not in serial and "for i2 in range(n2):" in serial, serial
+    threaded = compiled_source(scaled, x, s)
+    assert "for row in prange(n0 * n1):" in threaded, threaded
+    assert "i0 = row // (n1)" in threaded and threaded.count(" // ") == 1, threaded
+    assert "for i2 in range(n2):" in threaded and "o0_r[i2] = t1" in threaded, threaded
     (got,), (want,) = both(scaled, x, s, fallback_is_error=True)
-    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
-    # a product above BLAS_THREADED_MIN in the program makes its clusters serial (a new
-    # function: the one above is compiled already)
-    monkeypatch.setattr(kernels, "BLAS_THREADED_MIN", -1)
-
-    def scaled_serially(x, s):
-        return x / s
-    source = compiled_source(scaled_serially, x, s)
-    assert " // " not in source and "for i0 in range(n0):" in source
-    assert "o0_r[i2] = t1" in source
-    (got,), _ = both(scaled_serially, x, s, fallback_is_error=True)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
