@@ -62,30 +62,23 @@ def _single_element_scatter_add(operand, indices, updates, dn, mode):
     vector and its batch position, out-of-bounds ones clamped (``CLIP``) or dropped (the
     other modes, as the reference kernel drops them), then one ``np.add.at`` at the flat
     positions, in the updates' order, as the reference's ``np.add.at`` adds them."""
+    from plax_numpy.impls_indexing import _full_starts  # (the reference's positions)
     out = np.array(operand, copy=True, order="C")
     count = updates.size
     if count == 0 or out.size == 0:
         return out
-    vectors = indices.reshape(count, indices.shape[-1])
-    if vectors.dtype == np.uint64:  # (2**63 and more: out of bounds on the high side)
-        vectors = np.minimum(vectors, np.uint64(np.iinfo(np.int64).max))
-    starts = np.zeros((out.ndim, count), np.int64)
-    for k, axis in enumerate(dn.scatter_dims_to_operand_dims):
-        starts[axis] = vectors[:, k]
-    if dn.operand_batching_dims:
-        grid = np.indices(indices.shape[:-1]).reshape(indices.ndim - 1, count)
-        for axis, batch_axis in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims):
-            starts[axis] = grid[batch_axis]
+    starts = _full_starts(out.shape, indices, dn.scatter_dims_to_operand_dims,
+                          dn.operand_batching_dims, dn.scatter_indices_batching_dims)
     values = updates.reshape(count)
-    limit = np.array(out.shape, np.int64).reshape(-1, 1) - 1
+    limit = np.array(out.shape, np.int64) - 1
     if mode == lax.GatherScatterMode.CLIP:
         starts = np.clip(starts, 0, limit)
     else:
-        keep = np.all((starts >= 0) & (starts <= limit), axis=0)
+        keep = np.all((starts >= 0) & (starts <= limit), axis=1)
         if not keep.all():
-            starts, values = starts[:, keep], values[keep]
+            starts, values = starts[keep], values[keep]
     with np.errstate(all="ignore"):
-        np.add.at(out.reshape(-1), np.ravel_multi_index(tuple(starts), out.shape), values)
+        np.add.at(out.reshape(-1), np.ravel_multi_index(tuple(starts.T), out.shape), values)
     return out
 
 
