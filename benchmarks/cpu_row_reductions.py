@@ -1,5 +1,6 @@
 """plax on Numba beside JAX on the CPU: row reductions, softmax, relu and a 2x2 max-pool of one
-float32 (1000, 1000) array, each jitted, in one table measured in one run.
+float32 (1000, 1000) array (``--size``: a multiple of 8), each jitted, in one table measured in
+one run.
 
     python benchmarks/cpu_row_reductions.py [--repeat R] [--size N]
 
@@ -29,6 +30,8 @@ def programs(np_, lax, nn) -> dict:
         "max(x)": lambda x: np_.max(x),
         "max(x, -1)": lambda x: np_.max(x, -1),
         "softmax(x, -1)": lambda x: nn.softmax(x, -1),
+        # rows along two leading axes, 8 along the outermost (attention's scores' shape)
+        "softmax 8 blocks": lambda x: nn.softmax(x.reshape(8, -1, x.shape[1]), -1),
         "maximum(x, 0.0)": lambda x: np_.maximum(x, 0.0),
         "x * 2.0": lambda x: x * 2.0,
         "x / sum(x, -1)": lambda x: x / np_.sum(x, -1, keepdims=True),

@@ -260,3 +260,32 @@ def test_lone_relu_is_a_threaded_kernel_bit_identical():
     (got,), (want,) = both(relu, x, fallback_is_error=True)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert np.isnan(got[0, 0]) and not np.signbit(got[0, 3:6]).any()
+
+
+def test_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
+    """An indexed loop (a partial broadcast, no reduction) over (2, 24, 400) has 48 rows but
+    only 2 along its outermost axis (attention's scores over their row sums: 8x128x128).
+    It runs nested loops by rows, no division per element (the flat loop's two divisions
+    and a remainder per element kept the row from vectorising): threaded, over all 48 rows
+    as one range (the leading indices from the row's number), not over the 2 outer items;
+    serial (a program whose matrix products take BLAS's threads), as plain nested loops.
+    The threaded kernel equals the reference bit for bit (zeros, NaN and infinities among
+    the divisors); one compile, the plans' texts without one."""
+    from plax.lowering import explicit_broadcasts, find_clusters
+    from plax_numba import codegen
+    monkeypatch.setattr(codegen, "PARALLEL_MIN", 64)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 24, 400)).astype(np.float32)  # (above WHOLE_MAX elements)
+    s = np.array([2, 0, -0.0, np.inf, np.nan, -3] * 8, np.float32).reshape(2, 24, 1)
+
+    def scaled(x, s):
+        return x / s
+    (cluster,) = find_clusters(explicit_broadcasts(plax.make_jaxpr(scaled)(x, s).jaxpr))
+    serial = codegen.plan_cluster(cluster, preallocate=True, parallel=False).source
+    assert " // " not in serial and "for i2 in range(n2):" in serial, serial
+    threaded = compiled_source(scaled, x, s)
+    assert "for row in prange(n0 * n1):" in threaded, threaded
+    assert "i0 = row // (n1)" in threaded and threaded.count(" // ") == 1, threaded
+    assert "for i2 in range(n2):" in threaded and "o0_r[i2] = t1" in threaded, threaded
+    (got,), (want,) = both(scaled, x, s, fallback_is_error=True)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -107,3 +107,91 @@ def test_uint64_rows_past_int64_as_the_reference_kernels(mode):
     for got, want in pairs:
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _scatter_add_eqn(f, *args):
+    """The one ``scatter-add`` equation of ``f``'s jaxpr (sub-jaxprs included)."""
+    found = []
+
+    def walk(eqns):
+        for e in eqns:
+            if e.primitive is lax.scatter_add_p:
+                found.append(e)
+            for sub in e.params.values():
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    walk(inner.eqns)
+    walk(plax.make_jaxpr(f)(*args).eqns)
+    (eqn,) = found
+    return eqn
+
+
+def _take_along_rows_vjp(x, y, ct):
+    """The gradient of ``take_along_axis`` along the rows: a batched single-element
+    scatter-add (a cross-entropy's gradient)."""
+    pick = lambda x: plax.numpy.take_along_axis(x, y[:, None], axis=1)  # noqa: E731
+    return plax.vjp(pick, x)[1](ct)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+@pytest.mark.parametrize("mode", list(lax.GatherScatterMode))
+def test_single_element_scatter_adds_have_the_reference_bits(dtype, mode):
+    """Single-element scatter-adds (no update window), batched (``take_along_axis``'s
+    gradient) and not (``x.at[i, j].add(v)``, which plax scatters into the flattened
+    table, and one over two axes), with duplicate positions and indices out of range on
+    both sides: the reference kernel's bits in every mode."""
+    rng = np.random.default_rng(8)
+    table = (rng.standard_normal((6, 50)) * 100).astype(dtype)
+    cols = rng.integers(-3, 53, (6, 4, 1)).astype(np.int32)
+    updates = (rng.standard_normal((6, 4)) * 100).astype(dtype)
+    y = np.zeros(6, np.int32)
+    batched = _scatter_add_eqn(_take_along_rows_vjp, np.zeros(table.shape, np.float32), y,
+                               np.zeros((6, 1), np.float32))
+    assert batched.params["dimension_numbers"].operand_batching_dims == (0,)
+    i, j = np.zeros(9, np.int32), np.zeros(9, np.int32)
+    flat = _scatter_add_eqn(lambda x, i, j, v: x.at[i, j].add(v), table, i, j,
+                            np.zeros(9, dtype))  # (plax scatters into the flattened table)
+    at = rng.integers(-3, 303, (9, 1)).astype(np.int32)
+    ij = np.stack([rng.integers(-2, 8, 9), rng.integers(-3, 53, 9)], -1).astype(np.int32)
+    at[3], at[7], ij[3], ij[7] = at[1], at[1], ij[1], ij[1]  # an element three times
+    two_axes = dict(flat.params, dimension_numbers=lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0, 1), scatter_dims_to_operand_dims=(0, 1)))
+    u9 = updates.reshape(-1)[:9]
+    for operand, params, indices, u in ((table, batched.params, cols, updates),
+                                        (table.reshape(-1), flat.params, at, u9),
+                                        (table, two_axes, ij, u9)):
+        assert not params["dimension_numbers"].update_window_dims
+        p = dict(params, mode=mode)
+        got = kernels_rows.scatter_add_kernel(operand, indices, u, **p)
+        want = impls()[lax.scatter_add_p](operand, indices, u, **p)
+        assert got.shape == want.shape and got.dtype == want.dtype and got is not operand
+        assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+
+
+def test_take_along_axis_gradient_skips_the_reference_kernel(monkeypatch):
+    """The backend's scatter-add kernel takes a cross-entropy's ``take_along_axis`` gradient
+    without the reference kernel, and gives a Python loop's sums (a zero table, each row's
+    cotangent at its label); a uint64 column past int64 is dropped, not negative."""
+    backend = plax.plugins.registry().get_backend("numba")
+    assert backend.eager_impl(lax.scatter_add_p) is kernels_rows.scatter_add_kernel
+    referenced = []
+    real = kernels_rows._reference
+    monkeypatch.setattr(kernels_rows, "_reference",
+                        lambda *p: (referenced.append(p), real(*p))[1])
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((16, 30)).astype(np.float32)
+    y = rng.integers(0, 30, 16).astype(np.int32)
+    ct = rng.standard_normal((16, 1)).astype(np.float32)
+    scatter = _scatter_add_eqn(_take_along_rows_vjp, x, y, ct)
+    grad = kernels_rows.scatter_add_kernel(np.zeros_like(x), y.reshape(16, 1, 1), ct,
+                                           **scatter.params)
+    want = np.zeros_like(x)
+    for r in range(16):
+        want[r, y[r]] += ct[r, 0]
+    np.testing.assert_array_equal(grad, want)
+    far = np.array([[[2**63 + 1]], [[3]]], np.uint64)
+    got = kernels_rows.scatter_add_kernel(x[:2], far, np.ones((2, 1), np.float32),
+                                          **scatter.params)
+    assert referenced == []
+    np.testing.assert_array_equal(got, impls()[lax.scatter_add_p](
+        x[:2], far, np.ones((2, 1), np.float32), **scatter.params))
