@@ -21,7 +21,11 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   and with butterfly shuffles (where NVRTC is available).
 * On the simulated GPU (this file again in a child process): softmax, layer norm, softmax
   over rows of 10 (lane groups) and the one_hot cross-entropy's gradient are one launch; a row
-  one past the cap keeps today's plan; values equal to the NumPy backend's.
+  one past the cap keeps today's plan; values equal to the NumPy backend's. ``grad`` of a
+  linear model's per-example cross-entropy under ``vmap`` (``logp[y]``, ``take_along_axis``,
+  ``one_hot``) is 4 launches (the products, the row-local kernel, the bias gradient's column
+  sums), its values bit for bit those with the row-local fusion off, and right where the
+  generator declines the group.
 """
 from __future__ import annotations
 
@@ -73,6 +77,11 @@ def _programs():
                                      mode=mode)
         return x - picked
 
+    def per_example(pick):   # (grad of the mean of a per-example loss under vmap)
+        def loss(x, labels):
+            return jnp.mean(plax.vmap(lambda r, y: -pick(plax.nn.log_softmax(r), y))(x, labels))
+        return plax.grad(loss)
+
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
         "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
@@ -93,10 +102,42 @@ def _programs():
         "vmap_pick_take": plax.vmap(pick_take),   # (batching dims (0, 1))
         "grad_xent_take_clip": plax.grad(lambda x, l: xent_take(x, l, "clip")),
         "pick_take_clip": lambda x, l: pick_take(x, l, "clip"),   # (out of range: clamped)
+        # per-example losses under vmap: the zeros row and the cotangent are broadcasts of
+        # other shapes; logp[y]'s gather and scatter keep their window of one
+        "grad_vmap_xent_index": per_example(lambda logp, y: logp[y]),
+        "grad_vmap_xent_take": per_example(
+            lambda logp, y: jnp.take_along_axis(logp, y[None], -1)[0]),
+        "grad_vmap_xent_one_hot": per_example(
+            lambda logp, y: jnp.sum(logp * plax.nn.one_hot(y, logp.shape[-1], dtype=logp.dtype))),
         # the gathered element itself, through a select (a copy): its bits
         "pick_bits": lambda x, l: jnp.where(x > jnp.max(x, -1, keepdims=True), 0.0,
                                             jnp.take_along_axis(x, l[:, None], -1)),
     }
+
+
+def _linear_model_grad(pick: str):
+    """``grad`` with respect to ``(w, b)`` of the mean of a per-example softmax cross-entropy
+    of a linear model under ``jax.vmap(loss, in_axes=(None, 0, 0))``, the label picked by
+    ``logp[y]`` (``"index"``), ``take_along_axis`` (``"take"``) or a ``one_hot`` product."""
+    import plax
+    from plax import numpy as jnp
+    picks = {"index": lambda logp, y: logp[y],
+             "take": lambda logp, y: jnp.take_along_axis(logp, y[None], -1)[0],
+             "one_hot": lambda logp, y: jnp.sum(logp * plax.nn.one_hot(y, logp.shape[-1]))}
+
+    def loss(params, x, y):
+        w, b = params
+        return -picks[pick](plax.nn.log_softmax(x @ w + b), y)
+
+    return plax.grad(lambda p, x, y: jnp.mean(plax.vmap(loss, in_axes=(None, 0, 0))(p, x, y)))
+
+
+def _linear_model_args(n: int, classes: int, features: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w = np.round(rng.standard_normal((features, classes)), 2).astype(np.float32)
+    b = np.round(rng.standard_normal(classes), 2).astype(np.float32)
+    x = np.round(rng.standard_normal((n, features)), 2).astype(np.float32)
+    return [(w, b), x, _labels((n, classes))]
 
 
 #: (program, shape, dtype): rows of 7, 32 and 1000 elements, rank 1 to 3, every float type
@@ -132,6 +173,12 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("vmap_pick_take", (2, 3, 33), np.dtype(np.float32)),
          ("grad_xent_take_clip", (6, 7), np.dtype(np.float32)),
          ("pick_take_clip", (6, 7), np.dtype(np.float32)),
+         # grad of a per-example loss under vmap (labels out of range too: clamped by
+         # logp[y], dropped by take_along_axis, a zeros row of one_hot)
+         ("grad_vmap_xent_index", (6, 10), np.dtype(np.float32)),
+         ("grad_vmap_xent_index", (3, 33), np.dtype(np.float64)),
+         ("grad_vmap_xent_take", (6, 10), BF16),
+         ("grad_vmap_xent_one_hot", (6, 40), np.dtype(np.float32)),
          # NaNs of either sign with payloads (a signalling one too) and -0 at the labels
          ("pick_bits", (6, 10), np.dtype(np.float32)), ("pick_bits", (6, 40), np.dtype(np.float64))]
 
@@ -151,7 +198,7 @@ def _operands(name, shape, dtype, rng):
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
     if name.endswith("_one_hot"):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
-    if name.endswith(("_take", "_take_clip")):
+    if name.endswith(("_take", "_take_clip", "_index")):
         return [x, _labels(shape)]
     if name == "pick_bits":
         return [_payload_nans(x), np.arange(shape[0], dtype=np.int32) % shape[-1]]
@@ -198,6 +245,7 @@ def _row_local(units):
 def test_the_fusion_rule():
     import plax
     from plax import numpy as jnp
+    from plax.core.jaxpr import JaxprEqn
     from plax.lowering import Cluster, Emitter
     from plax.lowering.program import fusion_units
     from plax_cupy.emitter import CupyEmitter
@@ -243,6 +291,20 @@ def test_the_fusion_rule():
     units = _units(two, [x, np.zeros((4, 2), np.int32)])[1]
     assert all("scatter-add" not in [e.primitive.name for e in u.eqns]
                for u in _row_local(units)) and len(units) > 1
+
+    # grad of a per-example loss under vmap: one cluster for each form of the pick; with a
+    # bias, its gradient's column sums (a reduction across the rows) stay apart, a unit of
+    # their own reading the cluster's cotangent
+    for name in ("grad_vmap_xent_index", "grad_vmap_xent_take", "grad_vmap_xent_one_hot"):
+        (c,) = _units(progs[name], [x, labels])[1]
+        assert c.row_axes == 1 and c.shape == (4, 7), name
+    units = _units(_linear_model_grad("index"), _linear_model_args(4, 7, 3))[1]
+    (c,) = _row_local(units)
+    assert "scatter-add" in [e.primitive.name for e in c.eqns]
+    (sums,) = [u for u in units if isinstance(u, JaxprEqn) and u.primitive.name == "reduce_sum"]
+    assert tuple(sums.params["axes"]) == (0,) and any(sums.invars[0] is v for v in c.outputs)
+    assert not any(isinstance(u, Cluster) and u is not c and
+                   {"reduce_sum", "scatter-add"} & {e.primitive.name for e in u.eqns} for u in units)
 
     def softmax_plus_iota(x):   # (the iota, after the start, returned too: it stays out, and
         s = plax.nn.softmax(x, axis=-1)   # softmax's group stands)
@@ -441,3 +503,49 @@ def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
     np.testing.assert_allclose(got, np.asarray(plax.jit(progs["softmax"], backend="numpy")(x)),
                                rtol=1e-5, atol=1e-6)
     assert launches == 1
+
+
+@on_simulated_gpu
+def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
+    """``grad`` of the mean of a per-example cross-entropy of a linear model under
+    ``vmap(loss, in_axes=(None, 0, 0))``: the forward product, the row-local kernel (the
+    log-softmax, the pick's transpose and the cotangent of the logits), the bias gradient's
+    column sums and the weights' product -- 4 launches for each form of the pick (before:
+    10, 9 and 6; more with the row-local path off), the values those of the NumPy backend
+    (float tolerance) and, bit for bit, those of the path off."""
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _linear_model_args(12, 10, 5, seed=7)
+    on_gpu = [plax.device_put(a, plax.devices("gpu")[0]) for a in args]
+
+    def run(pick):
+        f = plax.jit(_linear_model_grad(pick))   # (a new program: compiled with today's cap)
+        plax.block_until_ready(f(*on_gpu))
+        with plax_cupy.count() as c:
+            out = plax.block_until_ready(f(*on_gpu))
+        assert c.host_fallbacks == 0, c.fallbacks
+        return c.launches, [np.asarray(g) for g in plax.tree_util.tree_leaves(out)]
+
+    apart = {}
+    for pick in ("index", "take", "one_hot"):
+        want = plax.tree_util.tree_leaves(plax.jit(_linear_model_grad(pick), backend="numpy")(*args))
+        launches, got = run(pick)
+        with monkeypatch.context() as off:
+            off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
+            old_launches, old = apart[pick] = run(pick)
+        assert launches == 4 and old_launches > 6, (pick, launches, old_launches)
+        for g, o, w in zip(got, old, want):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6, err_msg=pick)
+            np.testing.assert_array_equal(g, o, err_msg=pick)
+    # a generator declining the group lowers its parts as they were, the part of the cluster
+    # it split (its column sums left in place) among them: the same values
+    from plax_cupy import codegen_rows_local
+
+    def decline(cluster, **kw):
+        raise codegen.Unsupported("declined by the test")
+    monkeypatch.setattr(codegen_rows_local, "plan_rows", decline)
+    launches, declined = run("index")
+    assert launches > 4
+    for g, o in zip(declined, apart["index"][1]):
+        np.testing.assert_allclose(g, o, rtol=1e-6, atol=1e-7)

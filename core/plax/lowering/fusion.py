@@ -111,8 +111,13 @@ a reduction of the same rows; a ``broadcast_in_dim`` of a per-row or rank-0 valu
 rows or to another per-row shape, or of a value from outside the group read through its index
 map; a ``reshape``/``squeeze`` between per-row shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`); a ``gather``/``scatter-add`` of one element within each row
-(``take_along_axis(x, labels[:, None], -1)`` and its transpose: :func:`_row_local_indexing`);
-a structural group's equations count one by one, as a plain cluster's. What they read from
+(``take_along_axis(x, labels[:, None], -1)`` and its transpose, or under ``vmap`` ``logp[y]``
+and its transpose, whose window of one stays a size-1 axis: :func:`_row_local_indexing`);
+a structural group's equations count one by one, as a plain cluster's. A plain cluster
+whose reductions over other axes than the rows' are read by nothing in it gives the group its
+other equations and keeps those reductions in its place (``_row_part``: under ``grad`` of a
+per-example loss under ``vmap``, the bias gradient's column sums of the cotangent the group
+computes, which it then outputs). What they read from
 outside must be computed before the first unit, except what moves into the group with its
 reader (``_early_units``): a scalar producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
 class indices, read through a broadcast: a generator computes it from the index) and a unit
@@ -1097,10 +1102,12 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
     """Whether ``eqn`` is a ``gather`` or ``scatter-add`` that selects one element *within*
     each row of a row-local cluster over ``shape`` (rows: its last axis, ``m == 1``): the
     operand row-shaped, the indices (and a scatter's updates) one per row, the rows' kept axes
-    the batching dimensions of both, the one index naming the row's axis, no window --
+    the batching dimensions of both, the one index naming the row's axis, a window of one
+    element, collapsed or kept as a trailing size-1 axis of the result (updates) --
     ``take_along_axis(x, labels[:, None], -1)`` and its transpose, the scatter-add of the
-    cotangent into a zeros row. Each row's block then reads (a gather: the element at the
-    row's index) or writes (a scatter: the update added at the row's index) its own row."""
+    cotangent into a zeros row, and under ``vmap`` ``logp[label]`` of a per-example loss
+    and its transpose (the window kept). Each row's block then reads (a gather: the element at
+    the row's index) or writes (a scatter: the update added at the row's index) its own row."""
     name, rank = eqn.primitive.name, len(shape)
     if m != 1 or name not in ("gather", "scatter-add") or \
             tuple(eqn.invars[0].aval.shape) != shape:
@@ -1112,16 +1119,20 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
         return False
     dn, batch, row_axis = eqn.params["dimension_numbers"], tuple(range(rank - 1)), (rank - 1,)
     if name == "gather":
-        return tuple(dn.offset_dims) == () and tuple(dn.collapsed_slice_dims) == row_axis and \
-            tuple(dn.start_index_map) == row_axis and tuple(dn.operand_batching_dims) == batch \
-            and tuple(dn.start_indices_batching_dims) == batch and \
-            tuple(eqn.params["slice_sizes"]) == (1,) * rank and \
-            per_row(tuple(eqn.outvars[0].aval.shape), kept)
-    return tuple(dn.update_window_dims) == () and tuple(dn.inserted_window_dims) == row_axis \
-        and tuple(dn.scatter_dims_to_operand_dims) == row_axis and \
+        out = tuple(eqn.outvars[0].aval.shape)
+        # (the row's axis collapsed, or its window of one kept as the result's last axis)
+        window = (tuple(dn.offset_dims), tuple(dn.collapsed_slice_dims)) in \
+            (((), row_axis), ((len(out) - 1,), ()))
+        return window and tuple(dn.start_index_map) == row_axis and \
+            tuple(dn.operand_batching_dims) == batch and \
+            tuple(dn.start_indices_batching_dims) == batch and \
+            tuple(eqn.params["slice_sizes"]) == (1,) * rank and per_row(out, kept)
+    updates = tuple(eqn.invars[2].aval.shape)
+    window = (tuple(dn.update_window_dims), tuple(dn.inserted_window_dims), updates) in \
+        (((), row_axis, indices[:-1]), ((len(indices) - 1,), (), indices[:-1] + (1,)))
+    return window and tuple(dn.scatter_dims_to_operand_dims) == row_axis and \
         tuple(dn.operand_batching_dims) == batch and \
         tuple(dn.scatter_indices_batching_dims) == batch and \
-        tuple(eqn.invars[2].aval.shape) == indices[:-1] and \
         tuple(eqn.outvars[0].aval.shape) == shape
 
 
@@ -1175,6 +1186,37 @@ def _rereads_rows(eqns: list, shape: tuple) -> bool:
     return False
 
 
+def _row_part(unit, shape: tuple, m: int) -> tuple[list, list]:
+    """``(taken, rest)``: the equations of ``unit`` a row-local group over ``shape`` may take
+    and those left in place. A plain cluster (no parts, no epilogue) whose reductions over
+    other axes than the rows' are read by nothing in it -- a bias gradient's column sums of
+    the cotangent the group computes, under ``grad`` of a per-example loss -- leaves those
+    reductions (``rest``) and offers its other equations; any other unit offers all of its
+    own (``rest`` empty)."""
+    eqns = _unit_eqns(unit)
+    if not isinstance(unit, Cluster) or unit.parts is not None or unit.epilogue or \
+            unit.row_axes:
+        return eqns, []
+    rest = [e for e in eqns if _fusion_kinds.get(e.primitive) == REDUCTION and
+            not _row_local_eqn(e, shape, m, lambda v: False)]
+    reduced = {id(v) for e in rest for v in e.outvars}
+    if not rest or len(rest) == len(eqns) or \
+            any(id(v) in reduced for e in eqns for v in e.invars if isinstance(v, Var)):
+        return eqns, []
+    return [e for e in eqns if not any(e is r for r in rest)], rest
+
+
+def _rest_unit(rest: list, shape: tuple, outputs: set, readers: dict):
+    """The unit of the reductions ``rest`` a row-local group left in place
+    (:func:`_row_part`): the lone equation, or a cluster of them over ``shape`` whose outputs
+    are those read later (``readers``: by any unit, the rest read their operands) or returned
+    (``outputs``)."""
+    if len(rest) == 1:
+        return rest[0]
+    later = {id(v) for e in rest for v in e.outvars if id(v) in outputs or readers.get(id(v))}
+    return sub_cluster(rest, shape, later)
+
+
 def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
     """``units`` with each unit that reduces rows of at most ``max_row`` elements merged with
     the later units computing on those rows and their results (see the module docstring,
@@ -1193,6 +1235,11 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         if not all(_row_local_eqn(e, shape, m, outside) for e in own):
             continue
         merged = [i]
+        split: dict = {}   # k -> (its equations taken in, the reductions left at k)
+
+        def eqns_of(k: int) -> list:
+            return split[k][0] if k in split else _unit_eqns(units[k])
+
         indices: set = set()   # (the values of iotas taken in: read through their index map)
         todo = sorted({k for v in made for k in readers.get(v, ()) if k > i})
         seen = set(todo)
@@ -1201,7 +1248,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
             cand = units[k]
             if cand is None or k in merged:
                 continue
-            theirs = _unit_eqns(cand)
+            theirs, rest = _row_part(cand, shape, m)
             new = {id(v) for e in theirs for v in e.outvars}
             reads = [v for e in theirs for v in e.invars
                      if isinstance(v, Var) and id(v) not in new and id(v) not in made]
@@ -1223,6 +1270,8 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
             merged.extend(sorted(early))
             made = inside
             merged.append(k)
+            if rest:
+                split[k] = (theirs, rest)
             made |= new
             for r in {r for v in new for r in readers.get(v, ()) if r > k} - seen:
                 seen.add(r)
@@ -1233,7 +1282,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         grown = True
         while grown and len(merged) > 1:
             grown = False
-            reads = {producer.get(id(v), -1) for k in merged for e in _unit_eqns(units[k])
+            reads = {producer.get(id(v), -1) for k in merged for e in eqns_of(k)
                      for v in e.invars if isinstance(v, Var) and id(v) not in made}
             for p in sorted(r for r in reads if r >= 0 and r not in merged):
                 theirs = None if units[p] is None else \
@@ -1245,17 +1294,24 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                     made |= new
                     grown = True
         merged.sort()
-        eqns = [e for k in merged for e in _unit_eqns(units[k])]
+        eqns = [e for k in merged for e in eqns_of(k)]
         if len(merged) == 1 or not _rereads_rows(eqns, shape):
             continue
         taken = set(merged)
+        left = {id(v) for _, rest in split.values() for e in rest for v in e.invars}
         outs = [v for e in eqns for v in e.outvars
-                if id(v) in outputs or readers.get(id(v), set()) - taken]
-        units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[k] for k in merged],
-                           row_axes=m)
+                if id(v) in outputs or id(v) in left or readers.get(id(v), set()) - taken]
+        # (a split unit's part, as a generator declining the group lowers it: a cluster whose
+        # outputs are what the group's other parts, the reductions left or later units read)
+        read_later = {id(v) for v in outs} | left | \
+            {id(v) for e in eqns for v in e.invars if isinstance(v, Var)}
+        parts = [sub_cluster(split[k][0], units[k].shape, read_later) if k in split else units[k]
+                 for k in merged]
+        units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, parts, row_axes=m)
         for k in merged:
             if k != i:
-                units[k] = None
+                units[k] = _rest_unit(split[k][1], units[k].shape, outputs, readers) \
+                    if k in split else None
         for v in (w for e in eqns for w in e.outvars):   # (all made at i now; what they
             producer[id(v)] = i                            # read is read by i)
         for v in units[i].inputs:
@@ -1263,4 +1319,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                 users = readers.setdefault(id(v), set())
                 users -= taken
                 users.add(i)
+        for k, (_, rest) in split.items():   # (what a unit's reductions left at k read)
+            for v in (w for e in rest for w in e.invars if isinstance(w, Var)):
+                readers.setdefault(id(v), set()).add(k)
     return [u for u in units if u is not None]
