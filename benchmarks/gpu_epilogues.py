@@ -71,6 +71,12 @@ def programs(jnp, jax):
     params = (rng.standard_normal((32, 10)).astype(np.float32),
               rng.standard_normal(10).astype(np.float32))
 
+    labels2 = np.stack([labels, (labels + 3) % 10], 1)
+
+    def xent_labels(x, labels):
+        logp = jax.nn.log_softmax(x, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels, axis=-1))
+
     def row_sums_scaled(x):
         return jnp.sum(x, 0) * 0.25 + 1.0
 
@@ -91,6 +97,9 @@ def programs(jnp, jax):
         ("grad sum(softmax(x)**2)", jax.grad(lambda x: jnp.sum(softmax(x) ** 2)), (x,)),
         ("grad sum(layer norm * y)", jax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)), (x, y)),
         ("grad xent(log_softmax)", jax.grad(xent), (x, labels)),
+        # two labels a row (top-2, multi-label): a loop over the labels in the row's kernel
+        ("xent take 2 labels a row", xent_labels, (x, labels2)),
+        ("grad xent take 2 labels a row", jax.grad(xent_labels), (x, labels2)),
         # per-example losses under vmap, then grad of the mean: the two products and the
         # bias gradient's column sums apart from the row-local kernel
         ("grad vmap xent linear logp[y]", per_example_grad(lambda logp, y: logp[y]),

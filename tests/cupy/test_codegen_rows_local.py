@@ -25,7 +25,8 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   linear model's per-example cross-entropy under ``vmap`` (``logp[y]``, ``take_along_axis``,
   ``one_hot``) is 4 launches (the products, the row-local kernel, the bias gradient's column
   sums), its values bit for bit those with the row-local fusion off, and right where the
-  generator declines the group.
+  generator declines the group. ``take_along_axis`` with 3 labels a row and its gradient are
+  one launch each, bit for bit the values with the fusion off.
 """
 from __future__ import annotations
 
@@ -77,6 +78,10 @@ def _programs():
                                      mode=mode)
         return x - picked
 
+    def xent_take_labels(x, labels, mode=None):   # (k labels a row: top-k, multi-label)
+        logp = plax.nn.log_softmax(x, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels, axis=-1, mode=mode))
+
     def per_example(pick):   # (grad of the mean of a per-example loss under vmap)
         def loss(x, labels):
             return jnp.mean(plax.vmap(lambda r, y: -pick(plax.nn.log_softmax(r), y))(x, labels))
@@ -102,6 +107,11 @@ def _programs():
         "vmap_pick_take": plax.vmap(pick_take),   # (batching dims (0, 1))
         "grad_xent_take_clip": plax.grad(lambda x, l: xent_take(x, l, "clip")),
         "pick_take_clip": lambda x, l: pick_take(x, l, "clip"),   # (out of range: clamped)
+        # k labels a row: the picks (out of range: NaN, clamped) and the gradient's scatter
+        "take_labels": lambda x, l: jnp.take_along_axis(plax.nn.log_softmax(x, axis=-1), l, -1),
+        "take_labels_clip": lambda x, l: jnp.take_along_axis(x - jnp.max(x, -1, keepdims=True),
+                                                             l, -1, mode="clip"),
+        "grad_xent_take_labels": plax.grad(xent_take_labels),
         # per-example losses under vmap: the zeros row and the cotangent are broadcasts of
         # other shapes; logp[y]'s gather and scatter keep their window of one
         "grad_vmap_xent_index": per_example(lambda logp, y: logp[y]),
@@ -179,6 +189,12 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("grad_vmap_xent_index", (3, 33), np.dtype(np.float64)),
          ("grad_vmap_xent_take", (6, 10), BF16),
          ("grad_vmap_xent_one_hot", (6, 40), np.dtype(np.float32)),
+         # k labels a row (repeated in a row, -1, out of range): picks, a block a row, the
+         # gradient's chain of k scatter-adds
+         ("take_labels", (6, 10), np.dtype(np.float32)),
+         ("take_labels_clip", (3, 40), np.dtype(np.float64)),
+         ("grad_xent_take_labels", (6, 10), np.dtype(np.float32)),
+         ("grad_xent_take_labels", (4, 33), BF16),
          # NaNs of either sign with payloads (a signalling one too) and -0 at the labels
          ("pick_bits", (6, 10), np.dtype(np.float32)), ("pick_bits", (6, 40), np.dtype(np.float64))]
 
@@ -200,6 +216,8 @@ def _operands(name, shape, dtype, rng):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
     if name.endswith(("_take", "_take_clip", "_index")):
         return [x, _labels(shape)]
+    if "_labels" in name:   # (3 labels a row)
+        return [x, _labels(shape[:-1] + (3, shape[-1]))]
     if name == "pick_bits":
         return [_payload_nans(x), np.arange(shape[0], dtype=np.int32) % shape[-1]]
     if name in ("grad_layer_norm", "grad_log_softmax"):
@@ -285,12 +303,21 @@ def test_the_fusion_rule():
     first, mean = _units(progs["xent_take"], [x, labels])[1]
     assert first.row_axes == 1 and "gather" in [e.primitive.name for e in first.eqns]
     assert not mean.row_axes
-    # two labels a row (a window of indices): not one element a row, the scatter stays out
-    two = plax.grad(lambda x, l: jnp.sum(jnp.take_along_axis(
-        plax.nn.log_softmax(x, axis=-1), l, axis=-1)))
-    units = _units(two, [x, np.zeros((4, 2), np.int32)])[1]
-    assert all("scatter-add" not in [e.primitive.name for e in u.eqns]
-               for u in _row_local(units)) and len(units) > 1
+    # k labels a row (an (n, k) index): under grad the scatter-add of k updates a row joins,
+    # the whole gradient one cluster, up to ROW_LOCAL_MAX_LABELS labels and fewer than the
+    # row's elements; past either the scatter stays out
+    from plax.lowering.fusion import ROW_LOCAL_MAX_LABELS
+    k = ROW_LOCAL_MAX_LABELS
+    many = np.ones((4, 3 * k), np.float32)
+    (c,) = _units(progs["grad_xent_take_labels"], [x, np.zeros((4, 2), np.int32)])[1]
+    assert c.row_axes == 1 and "scatter-add" in [e.primitive.name for e in c.eqns]
+    (c,) = _units(progs["grad_xent_take_labels"], [many, np.zeros((4, k), np.int32)])[1]
+    assert c.row_axes == 1
+    for operand, labels_ in [(many, np.zeros((4, k + 1), np.int32)),
+                             (x, np.zeros((4, 7), np.int32))]:
+        units = _units(progs["grad_xent_take_labels"], [operand, labels_])[1]
+        assert all("scatter-add" not in [e.primitive.name for e in u.eqns]
+                   for u in _row_local(units)) and len(units) > 1, labels_.shape
 
     # grad of a per-example loss under vmap: one cluster for each form of the pick; with a
     # bias, its gradient's column sums (a reduction across the rows) stay apart, a unit of
@@ -549,3 +576,31 @@ def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
     assert launches > 4
     for g, o in zip(declined, apart["index"][1]):
         np.testing.assert_allclose(g, o, rtol=1e-6, atol=1e-7)
+
+
+@on_simulated_gpu
+def test_k_labels_a_row_are_one_launch(monkeypatch):
+    """``take_along_axis`` with 3 labels a row (repeated in a row, -1 and out of range among
+    them) and the gradient of its cross-entropy's mean: one launch each (before: 3 for the
+    loss with its mean -- now 2 -- and 9 for the gradient), the values those of the NumPy
+    backend and, bit for bit, those with the row-local fusion off."""
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    progs = _programs()
+    rng = np.random.default_rng(5)
+    x = np.round(rng.standard_normal((12, 10)), 2).astype(np.float32)
+    labels = _labels((12, 3, 10))
+
+    def loss(x, l):   # (its mean across the rows a second launch)
+        return -plax.numpy.mean(progs["take_labels"](x, l))
+
+    for name, fn, most in [("take_labels", progs["take_labels"], 1), ("loss", loss, 2),
+                           ("grad_xent_take_labels", progs["grad_xent_take_labels"], 1)]:
+        launches, got = _launches(plax.jit(fn), _put(x), _put(labels))
+        want = np.asarray(plax.jit(fn, backend="numpy")(x, labels))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+        with monkeypatch.context() as off:
+            off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
+            apart, old = _launches(plax.jit(lambda *a: fn(*a)), _put(x), _put(labels))
+        np.testing.assert_array_equal(got, old, err_msg=name)
+        assert launches == most < apart, (name, launches, apart)

@@ -113,6 +113,8 @@ map; a ``reshape``/``squeeze`` between per-row shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`); a ``gather``/``scatter-add`` of one element within each row
 (``take_along_axis(x, labels[:, None], -1)`` and its transpose, or under ``vmap`` ``logp[y]``
 and its transpose, whose window of one stays a size-1 axis: :func:`_row_local_indexing`);
+with rows of one axis, values of ``k`` labels a row (:func:`labels_per_row`: an ``(n, k)``
+index of ``take_along_axis``, what it picks, its transpose's updates) as per-row ones;
 a structural group's equations count one by one, as a plain cluster's. A plain cluster
 whose reductions over other axes than the rows' are read by nothing in it gives the group its
 other equations and keeps those reductions in its place (``_row_part``: under ``grad`` of a
@@ -1098,6 +1100,39 @@ def per_row(value_shape: tuple, kept: tuple) -> bool:
     return value_shape[:len(kept)] == kept and all(d == 1 for d in value_shape[len(kept):])
 
 
+#: the most labels a row a row-local group picks or scatters at (``take_along_axis`` with a
+#: ``(n, k)`` index: top-k accuracy, multi-label losses): each is an accumulator of the row's
+#: kernel, and a value of ``k`` labels a row ``k`` registers a thread
+ROW_LOCAL_MAX_LABELS = 8
+
+
+def labels_per_row(value_shape: tuple, kept: tuple, row: int) -> int:
+    """How many labels a row a value of ``value_shape`` holds in a row-local cluster whose kept
+    axes are ``kept`` and whose rows have ``row`` elements: the kept axes, then ``k`` (2 to
+    :data:`ROW_LOCAL_MAX_LABELS`, fewer than the row's elements), then any number of size-1
+    axes -- ``idx[:, :k]`` of ``take_along_axis`` and what it picks; 0 for other shapes (one
+    per row among them: :func:`per_row`).
+
+    Example:
+      >>> labels_per_row((64, 2), (64,), 10), labels_per_row((64, 2, 1), (64,), 10)
+      (2, 2)
+      >>> labels_per_row((64, 1), (64,), 10), labels_per_row((64, 10), (64,), 10)
+      (0, 0)
+    """
+    n = len(kept)
+    if len(value_shape) <= n or value_shape[:n] != kept or \
+            any(d != 1 for d in value_shape[n + 1:]):
+        return 0
+    k = value_shape[n]
+    return k if 2 <= k <= ROW_LOCAL_MAX_LABELS and k < row else 0
+
+
+def _per_row_values(value_shape: tuple, kept: tuple, row: int) -> int:
+    """Values a row of a ``value_shape`` value holds: 1 one per row (:func:`per_row`), ``k``
+    with ``k`` labels a row (:func:`labels_per_row`), else 0."""
+    return 1 if per_row(value_shape, kept) else labels_per_row(value_shape, kept, row)
+
+
 def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
     """Whether ``eqn`` is a ``gather`` or ``scatter-add`` that selects one element *within*
     each row of a row-local cluster over ``shape`` (rows: its last axis, ``m == 1``): the
@@ -1114,7 +1149,10 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
         return False
     kept = shape[:rank - 1]
     indices = tuple(eqn.invars[1].aval.shape)
-    if not indices or indices[-1] != 1 or not per_row(indices, kept) or \
+    # (one index a row, or k of them: ``idx[:, :k, None]``, whose labels' axis is a batch
+    # axis of the gather's result and the scatter's updates)
+    count = _per_row_values(indices[:-1], kept, shape[-1]) if indices else 0
+    if not indices or indices[-1] != 1 or not count or \
             eqn.invars[1].aval.dtype.kind not in "iu":
         return False
     dn, batch, row_axis = eqn.params["dimension_numbers"], tuple(range(rank - 1)), (rank - 1,)
@@ -1126,7 +1164,8 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
         return window and tuple(dn.start_index_map) == row_axis and \
             tuple(dn.operand_batching_dims) == batch and \
             tuple(dn.start_indices_batching_dims) == batch and \
-            tuple(eqn.params["slice_sizes"]) == (1,) * rank and per_row(out, kept)
+            tuple(eqn.params["slice_sizes"]) == (1,) * rank and \
+            _per_row_values(out, kept, shape[-1]) == count
     updates = tuple(eqn.invars[2].aval.shape)
     window = (tuple(dn.update_window_dims), tuple(dn.inserted_window_dims), updates) in \
         (((), row_axis, indices[:-1]), ((len(indices) - 1,), (), indices[:-1] + (1,)))
@@ -1143,12 +1182,21 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
     the rows, single-result elementwise work, a ``broadcast_in_dim`` of a per-row or rank-0
     value over the rows or to another per-row shape (or of an input of the cluster,
     ``is_input(var)``, read through its index map), a ``reshape``/``squeeze`` between per-row
-    shapes, or a gather/scatter-add within the rows (:func:`_row_local_indexing`)."""
+    shapes, or a gather/scatter-add within the rows (:func:`_row_local_indexing`). Where rows
+    are one axis, values of ``k`` labels a row (:func:`labels_per_row`) count as per-row ones
+    of their own kind: elementwise among themselves, broadcast from per-row or rank-0 values
+    or between shapes of the same ``k``, the indices, picks and updates of a gather or
+    scatter-add of ``k`` elements a row."""
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
         return False
     kept = shape[:len(shape) - m]
+    row = math.prod(shape[len(kept):])
+
+    def values(s: tuple) -> int:   # (a row's values of a per-row shape: 1, k labels; else 0)
+        return _per_row_values(s, kept, row) if m == 1 else int(per_row(s, kept))
+
     out = tuple(eqn.outvars[0].aval.shape)
-    if out != shape and not per_row(out, kept) and out != ():
+    if out != shape and not values(out) and out != ():
         return False
     kind = _fusion_kinds.get(eqn.primitive)
     if kind == REDUCTION:
@@ -1163,11 +1211,14 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
         src, dims = tuple(op.aval.shape), tuple(eqn.params["broadcast_dimensions"])
         if src == () or (per_row(src, kept) and dims[:len(kept)] == tuple(range(len(kept)))):
             return True   # (the same value for the whole row)
+        if values(src) > 1:   # (k labels a row to another shape of k labels a row)
+            n = len(kept) + 1
+            return values(out) == values(src) and dims[:n] == tuple(range(n))
         return out == shape and isinstance(op, Var) and is_input(op)
     if eqn.primitive.name in ROW_LOCAL_IDENTITIES:
         return tuple(op.aval.shape) == out
     if kind == STRUCTURAL and eqn.primitive.name in KEEPS_ORDER:
-        return per_row(tuple(op.aval.shape), kept) and per_row(out, kept) and \
+        return values(out) > 0 and values(tuple(op.aval.shape)) == values(out) and \
             eqn.params.get("dimensions") is None
     return _row_local_indexing(eqn, shape, m)
 
