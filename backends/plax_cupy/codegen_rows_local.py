@@ -554,8 +554,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 # (K updates a row, added in label order as the scatter adds them: a chain)
                 expr = value(op)
                 for q in range(K):
-                    lines.append(f"const {value_ctype(dout)} t{k}_{q} = "
-                                 f"{_scatter_expr(eqn, expr, at(eqn.invars[1], q), at(eqn.invars[2], q), row)};")
+                    term = _scatter_expr(eqn, expr, at(eqn.invars[1], q), at(eqn.invars[2], q), row)
+                    lines.append(f"const {value_ctype(dout)} t{k}_{q} = {term};")
                     expr = f"t{k}_{q}"
             elif eqn.primitive is lax.scatter_add_p:
                 expr = _scatter_expr(eqn, value(op), uniform[id(eqn.invars[1])],

@@ -1141,8 +1141,10 @@ def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
     element, collapsed or kept as a trailing size-1 axis of the result (updates) --
     ``take_along_axis(x, labels[:, None], -1)`` and its transpose, the scatter-add of the
     cotangent into a zeros row, and under ``vmap`` ``logp[label]`` of a per-example loss
-    and its transpose (the window kept). Each row's block then reads (a gather: the element at
-    the row's index) or writes (a scatter: the update added at the row's index) its own row."""
+    and its transpose (the window kept); or ``k`` indices a row (:func:`labels_per_row`:
+    ``take_along_axis(x, idx[:, :k], -1)``), the labels' axis a batch axis of the result and
+    the updates. Each row's block then reads (a gather: the element at the row's index) or
+    writes (a scatter: the update added at the row's index) its own row."""
     name, rank = eqn.primitive.name, len(shape)
     if m != 1 or name not in ("gather", "scatter-add") or \
             tuple(eqn.invars[0].aval.shape) != shape:
