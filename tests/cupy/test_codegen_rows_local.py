@@ -538,8 +538,8 @@ def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
     ``vmap(loss, in_axes=(None, 0, 0))``: the forward product, the row-local kernel (the
     log-softmax, the pick's transpose and the cotangent of the logits), the bias gradient's
     column sums and the weights' product -- 4 launches for each form of the pick (before:
-    10, 9 and 6; more with the row-local path off), the values those of the NumPy backend
-    (float tolerance) and, bit for bit, those of the path off."""
+    10, 9 and 6), the values those of the NumPy backend (float tolerance) and, for
+    ``logp[y]``, bit for bit those with the row-local path off (more launches)."""
     import plax
     import plax_cupy
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
@@ -554,17 +554,20 @@ def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
         assert c.host_fallbacks == 0, c.fallbacks
         return c.launches, [np.asarray(g) for g in plax.tree_util.tree_leaves(out)]
 
-    apart = {}
+    results = {}
     for pick in ("index", "take", "one_hot"):
         want = plax.tree_util.tree_leaves(plax.jit(_linear_model_grad(pick), backend="numpy")(*args))
-        launches, got = run(pick)
-        with monkeypatch.context() as off:
-            off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
-            old_launches, old = apart[pick] = run(pick)
-        assert launches == 4 and old_launches > 6, (pick, launches, old_launches)
-        for g, o, w in zip(got, old, want):
+        launches, got = results[pick] = run(pick)
+        assert launches == 4, (pick, launches)
+        for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6, err_msg=pick)
-            np.testing.assert_array_equal(g, o, err_msg=pick)
+    # (the path off for logp[y] alone: its kernels are most of this test's g++ builds)
+    with monkeypatch.context() as off:
+        off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
+        old_launches, old = run("index")
+    assert old_launches > 6
+    for g, o in zip(results["index"][1], old):
+        np.testing.assert_array_equal(g, o)
     # a generator declining the group lowers its parts as they were, the part of the cluster
     # it split (its column sums left in place) among them: the same values
     from plax_cupy import codegen_rows_local
@@ -574,7 +577,7 @@ def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
     monkeypatch.setattr(codegen_rows_local, "plan_rows", decline)
     launches, declined = run("index")
     assert launches > 4
-    for g, o in zip(declined, apart["index"][1]):
+    for g, o in zip(declined, old):
         np.testing.assert_allclose(g, o, rtol=1e-6, atol=1e-7)
 
 
@@ -583,7 +586,8 @@ def test_k_labels_a_row_are_one_launch(monkeypatch):
     """``take_along_axis`` with 3 labels a row (repeated in a row, -1 and out of range among
     them) and the gradient of its cross-entropy's mean: one launch each (before: 3 for the
     loss with its mean -- now 2 -- and 9 for the gradient), the values those of the NumPy
-    backend and, bit for bit, those with the row-local fusion off."""
+    backend and, for the picks and the gradient, bit for bit those with the row-local fusion
+    off."""
     import plax
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
     progs = _programs()
@@ -599,8 +603,11 @@ def test_k_labels_a_row_are_one_launch(monkeypatch):
         launches, got = _launches(plax.jit(fn), _put(x), _put(labels))
         want = np.asarray(plax.jit(fn, backend="numpy")(x, labels))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert launches == most, (name, launches)
+        if name == "loss":
+            continue   # (its kernels are the picks' and a mean's: the path off checked below)
         with monkeypatch.context() as off:
             off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
             apart, old = _launches(plax.jit(lambda *a: fn(*a)), _put(x), _put(labels))
         np.testing.assert_array_equal(got, old, err_msg=name)
-        assert launches == most < apart, (name, launches, apart)
+        assert apart > most, (name, apart)
