@@ -24,9 +24,9 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   one past the cap keeps today's plan; values equal to the NumPy backend's. ``grad`` of a
   linear model's per-example cross-entropy under ``vmap`` (``logp[y]``, ``take_along_axis``,
   ``one_hot``) is 4 launches (the products, the row-local kernel, the bias gradient's column
-  sums), its values bit for bit those with the row-local fusion off, and right where the
-  generator declines the group. ``take_along_axis`` with 3 labels a row and its gradient are
-  one launch each, bit for bit the values with the fusion off.
+  sums), ``logp[y]``'s values bit for bit those with the row-local fusion off, and right where
+  the generator declines the group. ``take_along_axis`` with 3 labels a row and its gradient
+  are one launch each, bit for bit the values with the fusion off.
 """
 from __future__ import annotations
 
