@@ -482,7 +482,13 @@ def test_values_match_numpy_with_a_block_of_threads(tmp_path):
 @requires_nvrtc
 def test_rows_kernels_compile_with_nvrtc_without_warnings():
     from plax_cupy import nvrtc
+    from plax_cupy.codegen_rows_local import plan_rows
     plans = [plan for _, plan, _, _, _ in _plans()]
+    # (and the row-local kernels of a linear model's per-example loss under vmap, whose bias
+    # gradient's column sums stay apart: the cotangent an output)
+    for pick in ("index", "take", "one_hot"):
+        units = _units(_linear_model_grad(pick), _linear_model_args(64, 10, 32))[1]
+        plans.append(plan_rows(_row_local(units)[0], literal_values=False))
     ptx = nvrtc.compile_ptx(_source(plans), "rows_local.cu")   # (a warning is an error)
     assert ptx.count(".entry plax_rows") == len(plans)
     # the held row values are registers (constant indices after unrolling: no local memory),
