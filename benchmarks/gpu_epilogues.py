@@ -1,7 +1,8 @@
 """Launches per jitted call of programs that end in elementwise work on a reduction's result
 (an *epilogue*), on the simulated GPU with CUDA graphs off (``PLAX_CUDA_GRAPHS=0``), so that
 each kernel is seen: the accuracy of a classifier, softmax and log-softmax, layer norm,
-``x / norm(x)``, a halved mean squared error, forward and where relevant under ``grad``.
+``x / norm(x)``, a halved mean squared error, a cross-entropy, forward and where relevant
+under ``grad``, and ``grad`` of a per-example cross-entropy of a linear model under ``vmap``.
 
     PYTHONPATH=$PYTHONPATH:tests/cupy python benchmarks/gpu_epilogues.py [--clusters]
 
@@ -59,6 +60,23 @@ def programs(jnp, jax):
         logp = jax.nn.log_softmax(x, axis=-1)
         return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=-1))
 
+    def per_example_grad(pick):
+        """``grad`` of the mean of a per-example softmax cross-entropy of a linear model
+        under ``vmap(loss, in_axes=(None, 0, 0))``, the label picked by ``pick``."""
+        def loss(params, x, y):
+            w, b = params
+            return -pick(jax.nn.log_softmax(x @ w + b), y)
+        return jax.grad(lambda p, x, y: jnp.mean(jax.vmap(loss, in_axes=(None, 0, 0))(p, x, y)))
+
+    params = (rng.standard_normal((32, 10)).astype(np.float32),
+              rng.standard_normal(10).astype(np.float32))
+
+    labels2 = np.stack([labels, (labels + 3) % 10], 1)
+
+    def xent_labels(x, labels):
+        logp = jax.nn.log_softmax(x, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels, axis=-1))
+
     def row_sums_scaled(x):
         return jnp.sum(x, 0) * 0.25 + 1.0
 
@@ -79,6 +97,17 @@ def programs(jnp, jax):
         ("grad sum(softmax(x)**2)", jax.grad(lambda x: jnp.sum(softmax(x) ** 2)), (x,)),
         ("grad sum(layer norm * y)", jax.grad(lambda x, y: jnp.sum(layer_norm(x) * y)), (x, y)),
         ("grad xent(log_softmax)", jax.grad(xent), (x, labels)),
+        # two labels a row (top-2, multi-label): a loop over the labels in the row's kernel
+        ("xent take 2 labels a row", xent_labels, (x, labels2)),
+        ("grad xent take 2 labels a row", jax.grad(xent_labels), (x, labels2)),
+        # per-example losses under vmap, then grad of the mean: the two products and the
+        # bias gradient's column sums apart from the row-local kernel
+        ("grad vmap xent linear logp[y]", per_example_grad(lambda logp, y: logp[y]),
+         (params, x, labels)),
+        ("grad vmap xent linear take", per_example_grad(
+            lambda logp, y: jnp.take_along_axis(logp, y[None], -1)[0]), (params, x, labels)),
+        ("grad vmap xent linear one_hot", per_example_grad(
+            lambda logp, y: jnp.sum(logp * jax.nn.one_hot(y, 10))), (params, x, labels)),
     ]
 
 
@@ -111,11 +140,12 @@ def main(argv=None) -> int:
     total = 0
     for label, fn, args in programs(jnp, plax):
         want = plax.jit(fn, backend="numpy")(*args)
-        on_gpu = [plax.device_put(a, gpu) for a in args]
+        on_gpu = [plax.device_put(a, gpu) for a in args]   # (a pytree of arrays too)
         call = plax.jit(fn, backend="cupy")
         got = plax.block_until_ready(call(*on_gpu))
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6,
-                                   err_msg=label)
+        for g, w in zip(plax.tree_util.tree_leaves(got), plax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6,
+                                       err_msg=label)
         names.clear()
         with plax_cupy.count() as c:
             plax.block_until_ready(call(*on_gpu))

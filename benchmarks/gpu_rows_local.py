@@ -2,7 +2,8 @@
 without a GPU: per program and row length, the geometry (lanes a row, rows a block, threads,
 elements a thread, row values held in registers), and in NVRTC's PTX the global loads,
 ``ex2`` (``expf``), barriers and shuffles, and ``ptxas -arch=sm_90``'s registers and spill
-bytes a thread.
+bytes a thread (softmax, layer norm, their gradients, and the gradients of cross-entropies with
+2 and 8 labels a row and of a per-example one under ``vmap``).
 
     python benchmarks/gpu_rows_local.py
 
@@ -23,16 +24,35 @@ import numpy as np
 
 
 def programs(plax, jnp) -> dict:
-    """``{name: fn}``: softmax, log-softmax, layer norm and two gradients."""
+    """``{name: fn}``: softmax, log-softmax, layer norm and two gradients; the gradients of a
+    cross-entropy with 2 and 8 labels a row (``take_along_axis``: 2 and 8 picks, a chain of
+    scatter-adds) and of a per-example cross-entropy's mean under ``vmap`` (``logp[y]``)."""
     def layer_norm(x):
         mean = jnp.mean(x, -1, keepdims=True)
         return (x - mean) / jnp.sqrt(jnp.mean((x - mean) ** 2, -1, keepdims=True) + 1e-5)
+
+    def labels(x, k):   # (a constant: k labels a row, each row's own)
+        n, c = x.shape
+        return (np.arange(n * k, dtype=np.int32).reshape(n, k) * 7) % c
+
+    def xent_labels(k):
+        def grad(x):
+            return plax.grad(lambda x: -jnp.mean(jnp.take_along_axis(
+                plax.nn.log_softmax(x, axis=-1), labels(x, k), -1)))(x)
+        return grad
+
+    def per_example(x):
+        y = labels(x, 1)[:, 0]
+        return plax.grad(lambda x: jnp.mean(plax.vmap(
+            lambda r, y: -plax.nn.log_softmax(r)[y])(x, y)))(x)
 
     return {"softmax": lambda x: plax.nn.softmax(x, axis=-1),
             "log_softmax": lambda x: plax.nn.log_softmax(x, axis=-1),
             "layer_norm": layer_norm,
             "grad softmax": plax.grad(lambda x: jnp.sum(plax.nn.softmax(x, axis=-1) ** 2)),
-            "grad layer_norm": plax.grad(lambda x: jnp.sum(layer_norm(x) ** 2))}
+            "grad layer_norm": plax.grad(lambda x: jnp.sum(layer_norm(x) ** 2)),
+            "grad xent 2 lbl": xent_labels(2), "grad xent 8 lbl": xent_labels(8),
+            "grad vmap xent": per_example}
 
 
 def ptxas(ptx: str) -> tuple:

@@ -22,6 +22,9 @@ through a broadcast over the rows (``one_hot``) is computed per element from the
 ``gather`` of one element a row (``take_along_axis``) is a reduction too (:class:`_Pick`: the
 element at the row's index, or the fill value), a ``scatter-add`` of one update a row (its
 transpose) elementwise work on the row (the update added where the column is the row's index).
+With ``K`` labels a row (``take_along_axis(x, idx[:, :K], -1)``,
+:func:`plax.lowering.fusion.labels_per_row`), a value holds ``K`` registers a row, a gather is
+``K`` picks and a scatter-add a chain of ``K`` such terms in label order.
 
 Geometry: rows of up to 32 elements share warps, a lane group of :func:`row_lanes` lanes per
 row and a ``__shfl_xor_sync`` butterfly per reduction; longer rows take a block of
@@ -46,7 +49,7 @@ from plax import lax
 from plax.core.jaxpr import JaxprEqn
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
-from plax.lowering.fusion import ROW_LOCAL_IDENTITIES, per_row as one_per_row
+from plax.lowering.fusion import ROW_LOCAL_IDENTITIES, labels_per_row, per_row as one_per_row
 
 from plax_cupy import codegen, special_source
 from plax_cupy.gather_index import start_inside
@@ -165,7 +168,9 @@ def _used_defs(defs: list, body: list) -> list:
     return kept[::-1]
 
 
-def _role(var, shape: tuple, kept: tuple) -> str:
+def _role(var, shape: tuple, kept: tuple, labels: int = 0) -> str:
+    """A value's role in a row-local cluster: ``row`` (row-shaped), ``scalar``, ``kept`` (one
+    per row) or ``labels`` (``labels`` a row, :func:`plax.lowering.fusion.labels_per_row`)."""
     s = tuple(var.aval.shape)
     if s == shape:
         return "row"
@@ -173,6 +178,9 @@ def _role(var, shape: tuple, kept: tuple) -> str:
         return "scalar"
     if one_per_row(s, kept):
         return "kept"
+    if labels and len(kept) == len(shape) - 1 and \
+            labels_per_row(s, kept, shape[-1]) == labels:
+        return "labels"
     raise codegen.Unsupported(f"a value of shape {s} in a row-local cluster over {shape}")
 
 
@@ -186,7 +194,8 @@ class _Pick(codegen.Reduction):
     exact: one term is not zero). Out of bounds: the fill value (``FILL_OR_DROP``,
     :meth:`result`) or the clamped index (``CLIP``, ``PROMISE_IN_BOUNDS``)."""
 
-    def __init__(self, eqn, row: int):
+    def __init__(self, eqn, row: int, label: int | None = None):
+        self.label = label   # (of a gather of K labels a row: which; None: one a row)
         dtype = np.dtype(eqn.outvars[0].aval.dtype)
         if dtype == np.bool_ or dtype.kind == "c":
             raise codegen.Unsupported(f"gather of {dtype} in a row-local cluster")
@@ -288,10 +297,18 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
         p = max((phase.get(id(v), 0) for v in eqn.invars), default=0)
         phase[id(eqn.outvars[0])] = p + 1 if fusion_kind(eqn.primitive) == REDUCTION or \
             picks(eqn) else p
+    # (values of K labels a row: K values per row in registers, a gather of K elements K
+    # picks; one K a cluster)
+    counts = {labels_per_row(tuple(v.aval.shape), kept, row) for e in eqns
+              for v in list(e.invars) + list(e.outvars) if m == 1}
+    counts.discard(0)
+    if len(counts) > 1:
+        raise codegen.Unsupported(f"values of {sorted(counts)} labels a row in one cluster")
+    K = counts.pop() if counts else 0
     # (an iota's values are its index's: computed per element where a broadcast over the
     # rows reads them, role "index")
     roles = {id(e.outvars[0]): "index" if e.primitive is lax.iota_p and
-             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept)
+             tuple(e.outvars[0].aval.shape) != shape else _role(e.outvars[0], shape, kept, K)
              for e in eqns}
     iotas = {id(e.outvars[0]): e for e in eqns if roles[id(e.outvars[0])] == "index"}
     for eqn in eqns:
@@ -315,9 +332,12 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             reductions.append((eqn, red))
         elif eqn.primitive in (lax.gather_p, lax.scatter_add_p) and m != 1:
             raise codegen.Unsupported(f"{eqn.primitive.name} in rows over {m} axes")
-        elif picks(eqn):
-            reductions.append((eqn, _Pick(eqn, row)))
-    red_index = {id(e.outvars[0]): r for r, (e, _) in enumerate(reductions)}
+        elif picks(eqn):   # (K labels a row: one pick each, label q the q-th)
+            for q in range(K) if roles[id(eqn.outvars[0])] == "labels" else (None,):
+                reductions.append((eqn, _Pick(eqn, row, q)))
+    red_index: dict = {}   # id(result) -> its (first) reduction
+    for r, (e, _) in enumerate(reductions):
+        red_index.setdefault(id(e.outvars[0]), r)
 
     def acc_phase(eqn) -> int:
         """The phase accumulating a reduction (or a gather: its index read too)."""
@@ -333,6 +353,14 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     decls: list = []      # per-slot arrays, declared at the start of each row
 
     uniform: dict = {}    # id(value) -> its row-uniform expression in a slot (kept, rank-0)
+    labelled: dict = {}   # id(value of K labels a row) -> its register array (K a slot)
+
+    def at(atom, q) -> str:
+        """A row-uniform value's expression for label ``q`` (a value of K labels a row: its
+        ``q``-th; others are the same for every label; ``q`` None: one label a row)."""
+        if id(atom) in labelled and q is not None:
+            return f"{labelled[id(atom)]}[s * {K} + {q}]"
+        return uniform[id(atom)]
     prelude: list = []    # lines before the row loop (rank-0 array inputs)
     per_row: list = []    # lines at the start of each row's slot (kept-shaped array inputs)
     for inp in inputs:
@@ -341,15 +369,23 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 uniform[id(inp.atom)] = inp.name
             continue
         if tuple(inp.atom.aval.shape) not in (shape, ()) and \
-                not one_per_row(tuple(inp.atom.aval.shape), kept):
+                not one_per_row(tuple(inp.atom.aval.shape), kept) and \
+                not (K and labels_per_row(tuple(inp.atom.aval.shape), kept, row) == K):
             continue   # (an operand broadcast over the rows: read through the index map)
-        role = _role(inp.atom, shape, kept)
+        role = _role(inp.atom, shape, kept, K)
         if role == "row":
             continue   # (read at each element, by the phases that need it)
         vt = value_ctype(inp.dtype)
         if role == "scalar":
             prelude.append(f"const {vt} {inp.name}_u = {codegen.load_expr(f'{inp.name}[0]', inp.dtype)};")
             uniform[id(inp.atom)] = f"{inp.name}_u"
+        elif role == "labels":   # (the row's K values: a row's K consecutive elements)
+            decls.append(f"{vt} {inp.name}_u[S * {K}];")
+            for q in range(K):
+                load = codegen.load_expr(f"{inp.name}[o * {K} + {q}]", inp.dtype)
+                per_row.append(f"{inp.name}_u[s * {K} + {q}] = "
+                               f"{load if not packed else f'live ? {load} : ({vt})0'};")
+            labelled[id(inp.atom)] = f"{inp.name}_u"
         else:
             decls.append(f"{vt} {inp.name}_u[S];")
             load = codegen.load_expr(f"{inp.name}[o]", inp.dtype)
@@ -375,6 +411,9 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             out = eqn.outvars[0]
             if roles[id(out)] in ("row", "index") or phase.get(id(out), 0) != p:
                 continue
+            if roles[id(out)] == "labels":
+                lines += label_lines(k, eqn)
+                continue
             dout = np.dtype(out.aval.dtype)
             if id(out) in red_index:
                 r = red_index[id(out)]
@@ -397,6 +436,35 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                     ("" if out.aval.shape else " && o == 0")
                 lines.append(f"if ({guard}) o{j}[{where}] = {codegen.store_expr(f'u{k}[s]', dout)};")
         return slot_loop(lines) if lines else []
+
+    def label_lines(k: int, eqn) -> list:
+        """The K values a row of ``eqn``'s result (``K`` labels a row), label after label,
+        and their stores where it is an output (a row's first lane)."""
+        out = eqn.outvars[0]
+        dout = np.dtype(out.aval.dtype)
+        decls.append(f"{value_ctype(dout)} u{k}[S * {K}];")
+        labelled[id(out)] = f"u{k}"
+        lines = []
+        for q in range(K):
+            if id(out) in red_index:   # (a gather's K picks, in order)
+                r = red_index[id(out)] + q
+                red = reductions[r][1]
+                expr = codegen.load_expr(red.store(f"grp{r}[s]" if packed else f"s{r}[0]", dout), dout)
+                expr = red.result(expr, at(eqn.invars[1], q))
+            elif eqn.primitive in (lax.broadcast_in_dim_p, lax.reshape_p, lax.squeeze_p) or \
+                    eqn.primitive.name in ROW_LOCAL_IDENTITIES:
+                expr = at(eqn.invars[0], q)
+            else:
+                expr = codegen.elementwise_expr(eqn, [at(v, q) for v in eqn.invars])
+            lines.append(f"u{k}[s * {K} + {q}] = {expr};")
+        j = outputs.get(id(out))
+        if j is not None:
+            guard = "lane == 0 && live" if packed else "v == 0"
+            lines.append(f"if ({guard}) {{")
+            lines += [f"  o{j}[o * {K} + {q}] = {codegen.store_expr(f'u{k}[s * {K} + {q}]', dout)};"
+                      for q in range(K)]
+            lines.append("}")
+        return lines
 
     def targets_of(p: int) -> set:
         """The row values phase ``p`` must make: its reductions' operands, its row outputs."""
@@ -482,6 +550,13 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
             elif fusion_kind(eqn.primitive) == BROADCAST or \
                     eqn.primitive.name in ROW_LOCAL_IDENTITIES:
                 expr = value(op)
+            elif eqn.primitive is lax.scatter_add_p and id(eqn.invars[1]) in labelled:
+                # (K updates a row, added in label order as the scatter adds them: a chain)
+                expr = value(op)
+                for q in range(K):
+                    term = _scatter_expr(eqn, expr, at(eqn.invars[1], q), at(eqn.invars[2], q), row)
+                    lines.append(f"const {value_ctype(dout)} t{k}_{q} = {term};")
+                    expr = f"t{k}_{q}"
             elif eqn.primitive is lax.scatter_add_p:
                 expr = _scatter_expr(eqn, value(op), uniform[id(eqn.invars[1])],
                                      uniform[id(eqn.invars[2])], row)
@@ -495,7 +570,7 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
                 lines.append(f"o{j}[i] = {codegen.store_expr(f't{k}', dout)};")
         for r in accumulated:
             red, e = reductions[r][1], reductions[r][0]
-            operand = red.operand(value(e.invars[0]), uniform[id(e.invars[1])]) if picks(e) \
+            operand = red.operand(value(e.invars[0]), at(e.invars[1], red.label)) if picks(e) \
                 else red.operand(value(e.invars[0]))
             lines.append(f"acc{r} = {red.accumulate(f'acc{r}', operand)};")
         return lines, need_index

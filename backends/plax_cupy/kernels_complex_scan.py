@@ -15,6 +15,8 @@ their lexicographic extreme); the suffix's result is the identity where it beats
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from plax_cupy import codegen, dtypes
@@ -29,7 +31,12 @@ def complex_scan_source(is_max: bool, dtype) -> tuple[str, str]:
       >>> complex_scan_source(True, np.complex64)[1]
       'plax_complex_cummax_complex64'
     """
-    dtype = np.dtype(dtype)
+    # (built once per form: a launch hands the module lookup the same text object)
+    return _complex_scan_source(bool(is_max), np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _complex_scan_source(is_max: bool, dtype: np.dtype) -> tuple[str, str]:
     t = dtypes.ctype(dtype)
     part_dtype = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
     part = dtypes.ctype(part_dtype)

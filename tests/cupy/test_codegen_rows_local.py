@@ -21,7 +21,12 @@ kernel with a block per row (``plax.lowering.FusionOptions.row_local``, ``Cluste
   and with butterfly shuffles (where NVRTC is available).
 * On the simulated GPU (this file again in a child process): softmax, layer norm, softmax
   over rows of 10 (lane groups) and the one_hot cross-entropy's gradient are one launch; a row
-  one past the cap keeps today's plan; values equal to the NumPy backend's.
+  one past the cap keeps today's plan; values equal to the NumPy backend's. ``grad`` of a
+  linear model's per-example cross-entropy under ``vmap`` (``logp[y]``, ``take_along_axis``,
+  ``one_hot``) is 4 launches (the products, the row-local kernel, the bias gradient's column
+  sums), ``logp[y]``'s values bit for bit those with the row-local fusion off, and right where
+  the generator declines the group. ``take_along_axis`` with 3 labels a row and its gradient
+  are one launch each, bit for bit the values with the fusion off.
 """
 from __future__ import annotations
 
@@ -73,6 +78,15 @@ def _programs():
                                      mode=mode)
         return x - picked
 
+    def xent_take_labels(x, labels, mode=None):   # (k labels a row: top-k, multi-label)
+        logp = plax.nn.log_softmax(x, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels, axis=-1, mode=mode))
+
+    def per_example(pick):   # (grad of the mean of a per-example loss under vmap)
+        def loss(x, labels):
+            return jnp.mean(plax.vmap(lambda r, y: -pick(plax.nn.log_softmax(r), y))(x, labels))
+        return plax.grad(loss)
+
     return {
         "softmax": lambda x: plax.nn.softmax(x, axis=-1),
         "softmax2": lambda x: plax.nn.softmax(x, axis=(-2, -1)),
@@ -93,10 +107,47 @@ def _programs():
         "vmap_pick_take": plax.vmap(pick_take),   # (batching dims (0, 1))
         "grad_xent_take_clip": plax.grad(lambda x, l: xent_take(x, l, "clip")),
         "pick_take_clip": lambda x, l: pick_take(x, l, "clip"),   # (out of range: clamped)
+        # k labels a row: the picks (out of range: NaN, clamped) and the gradient's scatter
+        "take_labels": lambda x, l: jnp.take_along_axis(plax.nn.log_softmax(x, axis=-1), l, -1),
+        "take_labels_clip": lambda x, l: jnp.take_along_axis(x - jnp.max(x, -1, keepdims=True),
+                                                             l, -1, mode="clip"),
+        "grad_xent_take_labels": plax.grad(xent_take_labels),
+        # per-example losses under vmap: the zeros row and the cotangent are broadcasts of
+        # other shapes; logp[y]'s gather and scatter keep their window of one
+        "grad_vmap_xent_index": per_example(lambda logp, y: logp[y]),
+        "grad_vmap_xent_take": per_example(
+            lambda logp, y: jnp.take_along_axis(logp, y[None], -1)[0]),
+        "grad_vmap_xent_one_hot": per_example(
+            lambda logp, y: jnp.sum(logp * plax.nn.one_hot(y, logp.shape[-1], dtype=logp.dtype))),
         # the gathered element itself, through a select (a copy): its bits
         "pick_bits": lambda x, l: jnp.where(x > jnp.max(x, -1, keepdims=True), 0.0,
                                             jnp.take_along_axis(x, l[:, None], -1)),
     }
+
+
+def _linear_model_grad(pick: str):
+    """``grad`` with respect to ``(w, b)`` of the mean of a per-example softmax cross-entropy
+    of a linear model under ``jax.vmap(loss, in_axes=(None, 0, 0))``, the label picked by
+    ``logp[y]`` (``"index"``), ``take_along_axis`` (``"take"``) or a ``one_hot`` product."""
+    import plax
+    from plax import numpy as jnp
+    picks = {"index": lambda logp, y: logp[y],
+             "take": lambda logp, y: jnp.take_along_axis(logp, y[None], -1)[0],
+             "one_hot": lambda logp, y: jnp.sum(logp * plax.nn.one_hot(y, logp.shape[-1]))}
+
+    def loss(params, x, y):
+        w, b = params
+        return -picks[pick](plax.nn.log_softmax(x @ w + b), y)
+
+    return plax.grad(lambda p, x, y: jnp.mean(plax.vmap(loss, in_axes=(None, 0, 0))(p, x, y)))
+
+
+def _linear_model_args(n: int, classes: int, features: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w = np.round(rng.standard_normal((features, classes)), 2).astype(np.float32)
+    b = np.round(rng.standard_normal(classes), 2).astype(np.float32)
+    x = np.round(rng.standard_normal((n, features)), 2).astype(np.float32)
+    return [(w, b), x, _labels((n, classes))]
 
 
 #: (program, shape, dtype): rows of 7, 32 and 1000 elements, rank 1 to 3, every float type
@@ -132,6 +183,18 @@ CASES = [("softmax", (5, 7), np.dtype(np.float32)), ("softmax2", (2, 3, 5), np.d
          ("vmap_pick_take", (2, 3, 33), np.dtype(np.float32)),
          ("grad_xent_take_clip", (6, 7), np.dtype(np.float32)),
          ("pick_take_clip", (6, 7), np.dtype(np.float32)),
+         # grad of a per-example loss under vmap (labels out of range too: clamped by
+         # logp[y], dropped by take_along_axis, a zeros row of one_hot)
+         ("grad_vmap_xent_index", (6, 10), np.dtype(np.float32)),
+         ("grad_vmap_xent_index", (3, 33), np.dtype(np.float64)),
+         ("grad_vmap_xent_take", (6, 10), BF16),
+         ("grad_vmap_xent_one_hot", (6, 40), np.dtype(np.float32)),
+         # k labels a row (repeated in a row, -1, out of range): picks, a block a row, the
+         # gradient's chain of k scatter-adds
+         ("take_labels", (6, 10), np.dtype(np.float32)),
+         ("take_labels_clip", (3, 40), np.dtype(np.float64)),
+         ("grad_xent_take_labels", (6, 10), np.dtype(np.float32)),
+         ("grad_xent_take_labels", (4, 33), BF16),
          # NaNs of either sign with payloads (a signalling one too) and -0 at the labels
          ("pick_bits", (6, 10), np.dtype(np.float32)), ("pick_bits", (6, 40), np.dtype(np.float64))]
 
@@ -151,8 +214,10 @@ def _operands(name, shape, dtype, rng):
         return [x, np.round(rng.standard_normal(shape[-1:]), 2).astype(dtype)]
     if name.endswith("_one_hot"):
         return [x, rng.integers(-1, shape[-1] + 1, size=shape[:-1]).astype(np.int32)]
-    if name.endswith(("_take", "_take_clip")):
+    if name.endswith(("_take", "_take_clip", "_index")):
         return [x, _labels(shape)]
+    if "_labels" in name:   # (3 labels a row)
+        return [x, _labels(shape[:-1] + (3, shape[-1]))]
     if name == "pick_bits":
         return [_payload_nans(x), np.arange(shape[0], dtype=np.int32) % shape[-1]]
     if name in ("grad_layer_norm", "grad_log_softmax"):
@@ -198,6 +263,7 @@ def _row_local(units):
 def test_the_fusion_rule():
     import plax
     from plax import numpy as jnp
+    from plax.core.jaxpr import JaxprEqn
     from plax.lowering import Cluster, Emitter
     from plax.lowering.program import fusion_units
     from plax_cupy.emitter import CupyEmitter
@@ -237,12 +303,35 @@ def test_the_fusion_rule():
     first, mean = _units(progs["xent_take"], [x, labels])[1]
     assert first.row_axes == 1 and "gather" in [e.primitive.name for e in first.eqns]
     assert not mean.row_axes
-    # two labels a row (a window of indices): not one element a row, the scatter stays out
-    two = plax.grad(lambda x, l: jnp.sum(jnp.take_along_axis(
-        plax.nn.log_softmax(x, axis=-1), l, axis=-1)))
-    units = _units(two, [x, np.zeros((4, 2), np.int32)])[1]
-    assert all("scatter-add" not in [e.primitive.name for e in u.eqns]
-               for u in _row_local(units)) and len(units) > 1
+    # k labels a row (an (n, k) index): under grad the scatter-add of k updates a row joins,
+    # the whole gradient one cluster, up to ROW_LOCAL_MAX_LABELS labels and fewer than the
+    # row's elements; past either the scatter stays out
+    from plax.lowering.fusion import ROW_LOCAL_MAX_LABELS
+    k = ROW_LOCAL_MAX_LABELS
+    many = np.ones((4, 3 * k), np.float32)
+    (c,) = _units(progs["grad_xent_take_labels"], [x, np.zeros((4, 2), np.int32)])[1]
+    assert c.row_axes == 1 and "scatter-add" in [e.primitive.name for e in c.eqns]
+    (c,) = _units(progs["grad_xent_take_labels"], [many, np.zeros((4, k), np.int32)])[1]
+    assert c.row_axes == 1
+    for operand, labels_ in [(many, np.zeros((4, k + 1), np.int32)),
+                             (x, np.zeros((4, 7), np.int32))]:
+        units = _units(progs["grad_xent_take_labels"], [operand, labels_])[1]
+        assert all("scatter-add" not in [e.primitive.name for e in u.eqns]
+                   for u in _row_local(units)) and len(units) > 1, labels_.shape
+
+    # grad of a per-example loss under vmap: one cluster for each form of the pick; with a
+    # bias, its gradient's column sums (a reduction across the rows) stay apart, a unit of
+    # their own reading the cluster's cotangent
+    for name in ("grad_vmap_xent_index", "grad_vmap_xent_take", "grad_vmap_xent_one_hot"):
+        (c,) = _units(progs[name], [x, labels])[1]
+        assert c.row_axes == 1 and c.shape == (4, 7), name
+    units = _units(_linear_model_grad("index"), _linear_model_args(4, 7, 3))[1]
+    (c,) = _row_local(units)
+    assert "scatter-add" in [e.primitive.name for e in c.eqns]
+    (sums,) = [u for u in units if isinstance(u, JaxprEqn) and u.primitive.name == "reduce_sum"]
+    assert tuple(sums.params["axes"]) == (0,) and any(sums.invars[0] is v for v in c.outputs)
+    assert not any(isinstance(u, Cluster) and u is not c and
+                   {"reduce_sum", "scatter-add"} & {e.primitive.name for e in u.eqns} for u in units)
 
     def softmax_plus_iota(x):   # (the iota, after the start, returned too: it stays out, and
         s = plax.nn.softmax(x, axis=-1)   # softmax's group stands)
@@ -393,7 +482,13 @@ def test_values_match_numpy_with_a_block_of_threads(tmp_path):
 @requires_nvrtc
 def test_rows_kernels_compile_with_nvrtc_without_warnings():
     from plax_cupy import nvrtc
+    from plax_cupy.codegen_rows_local import plan_rows
     plans = [plan for _, plan, _, _, _ in _plans()]
+    # (and the row-local kernels of a linear model's per-example loss under vmap, whose bias
+    # gradient's column sums stay apart: the cotangent an output)
+    for pick in ("index", "take", "one_hot"):
+        units = _units(_linear_model_grad(pick), _linear_model_args(64, 10, 32))[1]
+        plans.append(plan_rows(_row_local(units)[0], literal_values=False))
     ptx = nvrtc.compile_ptx(_source(plans), "rows_local.cu")   # (a warning is an error)
     assert ptx.count(".entry plax_rows") == len(plans)
     # the held row values are registers (constant indices after unrolling: no local memory),
@@ -441,3 +536,84 @@ def test_softmax_and_layer_norm_are_one_launch(monkeypatch):
     np.testing.assert_allclose(got, np.asarray(plax.jit(progs["softmax"], backend="numpy")(x)),
                                rtol=1e-5, atol=1e-6)
     assert launches == 1
+
+
+@on_simulated_gpu
+def test_grad_of_a_per_example_loss_under_vmap(monkeypatch):
+    """``grad`` of the mean of a per-example cross-entropy of a linear model under
+    ``vmap(loss, in_axes=(None, 0, 0))``: the forward product, the row-local kernel (the
+    log-softmax, the pick's transpose and the cotangent of the logits), the bias gradient's
+    column sums and the weights' product -- 4 launches for each form of the pick (before:
+    10, 9 and 6), the values those of the NumPy backend (float tolerance) and, for
+    ``logp[y]``, bit for bit those with the row-local path off (more launches)."""
+    import plax
+    import plax_cupy
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    args = _linear_model_args(12, 10, 5, seed=7)
+    on_gpu = [plax.device_put(a, plax.devices("gpu")[0]) for a in args]
+
+    def run(pick):
+        f = plax.jit(_linear_model_grad(pick))   # (a new program: compiled with today's cap)
+        plax.block_until_ready(f(*on_gpu))
+        with plax_cupy.count() as c:
+            out = plax.block_until_ready(f(*on_gpu))
+        assert c.host_fallbacks == 0, c.fallbacks
+        return c.launches, [np.asarray(g) for g in plax.tree_util.tree_leaves(out)]
+
+    results = {}
+    for pick in ("index", "take", "one_hot"):
+        want = plax.tree_util.tree_leaves(plax.jit(_linear_model_grad(pick), backend="numpy")(*args))
+        launches, got = results[pick] = run(pick)
+        assert launches == 4, (pick, launches)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6, err_msg=pick)
+    # (the path off for logp[y] alone: its kernels are most of this test's g++ builds)
+    with monkeypatch.context() as off:
+        off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
+        old_launches, old = run("index")
+    assert old_launches > 6
+    for g, o in zip(results["index"][1], old):
+        np.testing.assert_array_equal(g, o)
+    # a generator declining the group lowers its parts as they were, the part of the cluster
+    # it split (its column sums left in place) among them: the same values
+    from plax_cupy import codegen_rows_local
+
+    def decline(cluster, **kw):
+        raise codegen.Unsupported("declined by the test")
+    monkeypatch.setattr(codegen_rows_local, "plan_rows", decline)
+    launches, declined = run("index")
+    assert launches > 4
+    for g, o in zip(declined, old):
+        np.testing.assert_allclose(g, o, rtol=1e-6, atol=1e-7)
+
+
+@on_simulated_gpu
+def test_k_labels_a_row_are_one_launch(monkeypatch):
+    """``take_along_axis`` with 3 labels a row (repeated in a row, -1 and out of range among
+    them) and the gradient of its cross-entropy's mean: one launch each (before: 3 for the
+    loss with its mean -- now 2 -- and 9 for the gradient), the values those of the NumPy
+    backend and, for the picks and the gradient, bit for bit those with the row-local fusion
+    off."""
+    import plax
+    monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")
+    progs = _programs()
+    rng = np.random.default_rng(5)
+    x = np.round(rng.standard_normal((12, 10)), 2).astype(np.float32)
+    labels = _labels((12, 3, 10))
+
+    def loss(x, l):   # (its mean across the rows a second launch)
+        return -plax.numpy.mean(progs["take_labels"](x, l))
+
+    for name, fn, most in [("take_labels", progs["take_labels"], 1), ("loss", loss, 2),
+                           ("grad_xent_take_labels", progs["grad_xent_take_labels"], 1)]:
+        launches, got = _launches(plax.jit(fn), _put(x), _put(labels))
+        want = np.asarray(plax.jit(fn, backend="numpy")(x, labels))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+        assert launches == most, (name, launches)
+        if name == "loss":
+            continue   # (its kernels are the picks' and a mean's: the path off checked below)
+        with monkeypatch.context() as off:
+            off.setattr(codegen, "ROW_LOCAL_MAX_ELEMENTS", 0)
+            apart, old = _launches(plax.jit(lambda *a: fn(*a)), _put(x), _put(labels))
+        np.testing.assert_array_equal(got, old, err_msg=name)
+        assert apart > most, (name, apart)

@@ -605,6 +605,26 @@ def test_a_repeated_launch_builds_its_source_once(monkeypatch):
     assert texts[0] is texts[1] and texts[2] is texts[3] and texts[4] is texts[5]
     assert "held[5]" in texts[0] and "held[9]" in texts[2]
 
+def test_a_repeated_complex_scan_builds_its_source_once(monkeypatch):
+    """A second complex ``cummax``/``cummin`` launch of the same form builds no source again
+    and hands the module lookup the same preamble-and-source object; another form (min, or
+    complex128) is its own entry. (No GPU: the launch is recorded, not run.)"""
+    from types import SimpleNamespace
+    from plax_cupy import kernel_modules, kernels_complex_scan
+    texts, launched = [], []
+    module = SimpleNamespace(get_function=lambda name: lambda *launch: launched.append(name))
+    monkeypatch.setattr(kernel_modules, "module", lambda text, names: texts.append(text) or module)
+    x64, x128 = np.zeros(6, np.complex64), np.zeros(6, np.complex128)
+    for is_max, x in [(True, x64), (True, x64), (False, x64), (True, x128), (True, x128)]:
+        kernels_complex_scan.complex_scan(is_max, x, x.copy(), 1, 6, 1, False)
+    assert launched == ["plax_complex_cummax_complex64"] * 2 + ["plax_complex_cummin_complex64"] \
+        + ["plax_complex_cummax_complex128"] * 2
+    assert texts[0] is texts[1] and texts[3] is texts[4]
+    assert len({id(t) for t in texts}) == 3 and "cummin" in texts[2]
+    source = kernels_complex_scan.complex_scan_source(True, np.complex64)
+    assert kernels_complex_scan.complex_scan_source(True, "complex64") is source
+
+
 @pytest.mark.skipif(bool(NVRTC_PROBLEM), reason=NVRTC_PROBLEM or "nvrtc")
 def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero():
     from plax_cupy import codegen, dtypes, kernels_complex_scan, kernels_rows, nvrtc
@@ -613,7 +633,10 @@ def test_every_row_kernel_compiles_with_nvrtc_without_warnings_or_flush_to_zero(
                   np.complex64, np.complex128]:
         ctype = dtypes.ctype(dtype)
         for op in OPS:
-            if op != "logsumexp" or np.dtype(dtype).kind == "f":
+            # (complex max/min never reach the look-back scans: scan_rows sends them to
+            # kernels_complex_scan, whose sources are compiled below instead)
+            if (op != "logsumexp" or np.dtype(dtype).kind == "f") and \
+                    not (np.dtype(dtype).kind == "c" and op in ("max", "min")):
                 sources.append(kernels_rows.cumulative_source(op, ctype)[0])
         for is_max in (True, False):
             if np.dtype(dtype).kind != "c":

@@ -111,8 +111,15 @@ a reduction of the same rows; a ``broadcast_in_dim`` of a per-row or rank-0 valu
 rows or to another per-row shape, or of a value from outside the group read through its index
 map; a ``reshape``/``squeeze`` between per-row shapes; a ``stop_gradient``
 (:data:`ROW_LOCAL_IDENTITIES`); a ``gather``/``scatter-add`` of one element within each row
-(``take_along_axis(x, labels[:, None], -1)`` and its transpose: :func:`_row_local_indexing`);
-a structural group's equations count one by one, as a plain cluster's. What they read from
+(``take_along_axis(x, labels[:, None], -1)`` and its transpose, or under ``vmap`` ``logp[y]``
+and its transpose, whose window of one stays a size-1 axis: :func:`_row_local_indexing`);
+with rows of one axis, values of ``k`` labels a row (:func:`labels_per_row`: an ``(n, k)``
+index of ``take_along_axis``, what it picks, its transpose's updates) as per-row ones;
+a structural group's equations count one by one, as a plain cluster's. A plain cluster
+whose reductions over other axes than the rows' are read by nothing in it gives the group its
+other equations and keeps those reductions in its place (``_row_part``: under ``grad`` of a
+per-example loss under ``vmap``, the bias gradient's column sums of the cotangent the group
+computes, which it then outputs). What they read from
 outside must be computed before the first unit, except what moves into the group with its
 reader (``_early_units``): a scalar producer (``-inf`` converted for a max), an ``iota`` the group alone reads (``one_hot``'s
 class indices, read through a broadcast: a generator computes it from the index) and a unit
@@ -1093,35 +1100,80 @@ def per_row(value_shape: tuple, kept: tuple) -> bool:
     return value_shape[:len(kept)] == kept and all(d == 1 for d in value_shape[len(kept):])
 
 
+#: the most labels a row a row-local group picks or scatters at (``take_along_axis`` with a
+#: ``(n, k)`` index: top-k accuracy, multi-label losses): each is an accumulator of the row's
+#: kernel, and a value of ``k`` labels a row ``k`` registers a thread
+ROW_LOCAL_MAX_LABELS = 8
+
+
+def labels_per_row(value_shape: tuple, kept: tuple, row: int) -> int:
+    """How many labels a row a value of ``value_shape`` holds in a row-local cluster whose kept
+    axes are ``kept`` and whose rows have ``row`` elements: the kept axes, then ``k`` (2 to
+    :data:`ROW_LOCAL_MAX_LABELS`, fewer than the row's elements), then any number of size-1
+    axes -- ``idx[:, :k]`` of ``take_along_axis`` and what it picks; 0 for other shapes (one
+    per row among them: :func:`per_row`).
+
+    Example:
+      >>> labels_per_row((64, 2), (64,), 10), labels_per_row((64, 2, 1), (64,), 10)
+      (2, 2)
+      >>> labels_per_row((64, 1), (64,), 10), labels_per_row((64, 10), (64,), 10)
+      (0, 0)
+    """
+    n = len(kept)
+    if len(value_shape) <= n or value_shape[:n] != kept or \
+            any(d != 1 for d in value_shape[n + 1:]):
+        return 0
+    k = value_shape[n]
+    return k if 2 <= k <= ROW_LOCAL_MAX_LABELS and k < row else 0
+
+
+def _per_row_values(value_shape: tuple, kept: tuple, row: int) -> int:
+    """Values a row of a ``value_shape`` value holds: 1 one per row (:func:`per_row`), ``k``
+    with ``k`` labels a row (:func:`labels_per_row`), else 0."""
+    return 1 if per_row(value_shape, kept) else labels_per_row(value_shape, kept, row)
+
+
 def _row_local_indexing(eqn: JaxprEqn, shape: tuple, m: int) -> bool:
     """Whether ``eqn`` is a ``gather`` or ``scatter-add`` that selects one element *within*
     each row of a row-local cluster over ``shape`` (rows: its last axis, ``m == 1``): the
     operand row-shaped, the indices (and a scatter's updates) one per row, the rows' kept axes
-    the batching dimensions of both, the one index naming the row's axis, no window --
+    the batching dimensions of both, the one index naming the row's axis, a window of one
+    element, collapsed or kept as a trailing size-1 axis of the result (updates) --
     ``take_along_axis(x, labels[:, None], -1)`` and its transpose, the scatter-add of the
-    cotangent into a zeros row. Each row's block then reads (a gather: the element at the
-    row's index) or writes (a scatter: the update added at the row's index) its own row."""
+    cotangent into a zeros row, and under ``vmap`` ``logp[label]`` of a per-example loss
+    and its transpose (the window kept); or ``k`` indices a row (:func:`labels_per_row`:
+    ``take_along_axis(x, idx[:, :k], -1)``), the labels' axis a batch axis of the result and
+    the updates. Each row's block then reads (a gather: the element at the row's index) or
+    writes (a scatter: the update added at the row's index) its own row."""
     name, rank = eqn.primitive.name, len(shape)
     if m != 1 or name not in ("gather", "scatter-add") or \
             tuple(eqn.invars[0].aval.shape) != shape:
         return False
     kept = shape[:rank - 1]
     indices = tuple(eqn.invars[1].aval.shape)
-    if not indices or indices[-1] != 1 or not per_row(indices, kept) or \
+    # (one index a row, or k of them: ``idx[:, :k, None]``, whose labels' axis is a batch
+    # axis of the gather's result and the scatter's updates)
+    count = _per_row_values(indices[:-1], kept, shape[-1]) if indices else 0
+    if not indices or indices[-1] != 1 or not count or \
             eqn.invars[1].aval.dtype.kind not in "iu":
         return False
     dn, batch, row_axis = eqn.params["dimension_numbers"], tuple(range(rank - 1)), (rank - 1,)
     if name == "gather":
-        return tuple(dn.offset_dims) == () and tuple(dn.collapsed_slice_dims) == row_axis and \
-            tuple(dn.start_index_map) == row_axis and tuple(dn.operand_batching_dims) == batch \
-            and tuple(dn.start_indices_batching_dims) == batch and \
+        out = tuple(eqn.outvars[0].aval.shape)
+        # (the row's axis collapsed, or its window of one kept as the result's last axis)
+        window = (tuple(dn.offset_dims), tuple(dn.collapsed_slice_dims)) in \
+            (((), row_axis), ((len(out) - 1,), ()))
+        return window and tuple(dn.start_index_map) == row_axis and \
+            tuple(dn.operand_batching_dims) == batch and \
+            tuple(dn.start_indices_batching_dims) == batch and \
             tuple(eqn.params["slice_sizes"]) == (1,) * rank and \
-            per_row(tuple(eqn.outvars[0].aval.shape), kept)
-    return tuple(dn.update_window_dims) == () and tuple(dn.inserted_window_dims) == row_axis \
-        and tuple(dn.scatter_dims_to_operand_dims) == row_axis and \
+            _per_row_values(out, kept, shape[-1]) == count
+    updates = tuple(eqn.invars[2].aval.shape)
+    window = (tuple(dn.update_window_dims), tuple(dn.inserted_window_dims), updates) in \
+        (((), row_axis, indices[:-1]), ((len(indices) - 1,), (), indices[:-1] + (1,)))
+    return window and tuple(dn.scatter_dims_to_operand_dims) == row_axis and \
         tuple(dn.operand_batching_dims) == batch and \
         tuple(dn.scatter_indices_batching_dims) == batch and \
-        tuple(eqn.invars[2].aval.shape) == indices[:-1] and \
         tuple(eqn.outvars[0].aval.shape) == shape
 
 
@@ -1132,12 +1184,21 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
     the rows, single-result elementwise work, a ``broadcast_in_dim`` of a per-row or rank-0
     value over the rows or to another per-row shape (or of an input of the cluster,
     ``is_input(var)``, read through its index map), a ``reshape``/``squeeze`` between per-row
-    shapes, or a gather/scatter-add within the rows (:func:`_row_local_indexing`)."""
+    shapes, or a gather/scatter-add within the rows (:func:`_row_local_indexing`). Where rows
+    are one axis, values of ``k`` labels a row (:func:`labels_per_row`) count as per-row ones
+    of their own kind: elementwise among themselves, broadcast from per-row or rank-0 values
+    or between shapes of the same ``k``, the indices, picks and updates of a gather or
+    scatter-add of ``k`` elements a row."""
     if eqn.primitive.multiple_results or len(eqn.outvars) != 1:
         return False
     kept = shape[:len(shape) - m]
+    row = math.prod(shape[len(kept):])
+
+    def values(s: tuple) -> int:   # (a row's values of a per-row shape: 1, k labels; else 0)
+        return _per_row_values(s, kept, row) if m == 1 else int(per_row(s, kept))
+
     out = tuple(eqn.outvars[0].aval.shape)
-    if out != shape and not per_row(out, kept) and out != ():
+    if out != shape and not values(out) and out != ():
         return False
     kind = _fusion_kinds.get(eqn.primitive)
     if kind == REDUCTION:
@@ -1152,11 +1213,14 @@ def _row_local_eqn(eqn: JaxprEqn, shape: tuple, m: int, is_input) -> bool:
         src, dims = tuple(op.aval.shape), tuple(eqn.params["broadcast_dimensions"])
         if src == () or (per_row(src, kept) and dims[:len(kept)] == tuple(range(len(kept)))):
             return True   # (the same value for the whole row)
+        if values(src) > 1:   # (k labels a row to another shape of k labels a row)
+            n = len(kept) + 1
+            return values(out) == values(src) and dims[:n] == tuple(range(n))
         return out == shape and isinstance(op, Var) and is_input(op)
     if eqn.primitive.name in ROW_LOCAL_IDENTITIES:
         return tuple(op.aval.shape) == out
     if kind == STRUCTURAL and eqn.primitive.name in KEEPS_ORDER:
-        return per_row(tuple(op.aval.shape), kept) and per_row(out, kept) and \
+        return values(out) > 0 and values(tuple(op.aval.shape)) == values(out) and \
             eqn.params.get("dimensions") is None
     return _row_local_indexing(eqn, shape, m)
 
@@ -1173,6 +1237,37 @@ def _rereads_rows(eqns: list, shape: tuple) -> bool:
                 return True
             after.update(id(v) for v in e.outvars)
     return False
+
+
+def _row_part(unit, shape: tuple, m: int) -> tuple[list, list]:
+    """``(taken, rest)``: the equations of ``unit`` a row-local group over ``shape`` may take
+    and those left in place. A plain cluster (no parts, no epilogue) whose reductions over
+    other axes than the rows' are read by nothing in it -- a bias gradient's column sums of
+    the cotangent the group computes, under ``grad`` of a per-example loss -- leaves those
+    reductions (``rest``) and offers its other equations; any other unit offers all of its
+    own (``rest`` empty)."""
+    eqns = _unit_eqns(unit)
+    if not isinstance(unit, Cluster) or unit.parts is not None or unit.epilogue or \
+            unit.row_axes:
+        return eqns, []
+    rest = [e for e in eqns if _fusion_kinds.get(e.primitive) == REDUCTION and
+            not _row_local_eqn(e, shape, m, lambda v: False)]
+    reduced = {id(v) for e in rest for v in e.outvars}
+    if not rest or len(rest) == len(eqns) or \
+            any(id(v) in reduced for e in eqns for v in e.invars if isinstance(v, Var)):
+        return eqns, []
+    return [e for e in eqns if not any(e is r for r in rest)], rest
+
+
+def _rest_unit(rest: list, shape: tuple, outputs: set, readers: dict):
+    """The unit of the reductions ``rest`` a row-local group left in place
+    (:func:`_row_part`): the lone equation, or a cluster of them over ``shape`` whose outputs
+    are those read later (``readers``: by any unit, the rest read their operands) or returned
+    (``outputs``)."""
+    if len(rest) == 1:
+        return rest[0]
+    later = {id(v) for e in rest for v in e.outvars if id(v) in outputs or readers.get(id(v))}
+    return sub_cluster(rest, shape, later)
 
 
 def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
@@ -1193,6 +1288,11 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         if not all(_row_local_eqn(e, shape, m, outside) for e in own):
             continue
         merged = [i]
+        split: dict = {}   # k -> (its equations taken in, the reductions left at k)
+
+        def eqns_of(k: int) -> list:
+            return split[k][0] if k in split else _unit_eqns(units[k])
+
         indices: set = set()   # (the values of iotas taken in: read through their index map)
         todo = sorted({k for v in made for k in readers.get(v, ()) if k > i})
         seen = set(todo)
@@ -1201,7 +1301,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
             cand = units[k]
             if cand is None or k in merged:
                 continue
-            theirs = _unit_eqns(cand)
+            theirs, rest = _row_part(cand, shape, m)
             new = {id(v) for e in theirs for v in e.outvars}
             reads = [v for e in theirs for v in e.invars
                      if isinstance(v, Var) and id(v) not in new and id(v) not in made]
@@ -1223,6 +1323,8 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
             merged.extend(sorted(early))
             made = inside
             merged.append(k)
+            if rest:
+                split[k] = (theirs, rest)
             made |= new
             for r in {r for v in new for r in readers.get(v, ()) if r > k} - seen:
                 seen.add(r)
@@ -1233,7 +1335,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
         grown = True
         while grown and len(merged) > 1:
             grown = False
-            reads = {producer.get(id(v), -1) for k in merged for e in _unit_eqns(units[k])
+            reads = {producer.get(id(v), -1) for k in merged for e in eqns_of(k)
                      for v in e.invars if isinstance(v, Var) and id(v) not in made}
             for p in sorted(r for r in reads if r >= 0 and r not in merged):
                 theirs = None if units[p] is None else \
@@ -1245,17 +1347,24 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                     made |= new
                     grown = True
         merged.sort()
-        eqns = [e for k in merged for e in _unit_eqns(units[k])]
+        eqns = [e for k in merged for e in eqns_of(k)]
         if len(merged) == 1 or not _rereads_rows(eqns, shape):
             continue
         taken = set(merged)
+        left = {id(v) for _, rest in split.values() for e in rest for v in e.invars}
         outs = [v for e in eqns for v in e.outvars
-                if id(v) in outputs or readers.get(id(v), set()) - taken]
-        units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, [units[k] for k in merged],
-                           row_axes=m)
+                if id(v) in outputs or id(v) in left or readers.get(id(v), set()) - taken]
+        # (a split unit's part, as a generator declining the group lowers it: a cluster whose
+        # outputs are what the group's other parts, the reductions left or later units read)
+        read_later = {id(v) for v in outs} | left | \
+            {id(v) for e in eqns for v in e.invars if isinstance(v, Var)}
+        parts = [sub_cluster(split[k][0], units[k].shape, read_later) if k in split else units[k]
+                 for k in merged]
+        units[i] = Cluster(eqns, shape, _inputs_of(eqns), outs, parts, row_axes=m)
         for k in merged:
             if k != i:
-                units[k] = None
+                units[k] = _rest_unit(split[k][1], units[k].shape, outputs, readers) \
+                    if k in split else None
         for v in (w for e in eqns for w in e.outvars):   # (all made at i now; what they
             producer[id(v)] = i                            # read is read by i)
         for v in units[i].inputs:
@@ -1263,4 +1372,7 @@ def _fold_row_local(jaxpr: Jaxpr, units: list, max_row: int) -> list:
                 users = readers.setdefault(id(v), set())
                 users -= taken
                 users.add(i)
+        for k, (_, rest) in split.items():   # (what a unit's reductions left at k read)
+            for v in (w for e in rest for w in e.invars if isinstance(w, Var)):
+                readers.setdefault(id(v), set()).add(k)
     return [u for u in units if u is not None]
