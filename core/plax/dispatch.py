@@ -23,7 +23,6 @@ import functools
 from plax import errors
 from plax.array import Array, _ShardedArray, from_host
 from plax.core import registry, trace
-from plax.core.passes import identity_condition
 from plax.core.trace import Tracer
 from plax.device import default_device
 from plax.float0 import apply_eagerly as float0_eagerly, is_float0_value
@@ -75,22 +74,8 @@ def kernel(device, prim):
             fn = _eager_body_kernel(backend, device, prim) or fn
         if fn is None:
             fn = functools.partial(backend.execute, prim)
-        when = identity_condition(prim)
-        if when is not None:
-            fn = _identity_when(when, fn)
         table[prim] = fn
     return fn
-
-
-def _identity_when(when, fn):
-    """``fn``, but handing back its first operand where ``when`` says the primitive is the
-    identity on it (:func:`plax.core.passes.register_value_identity`): the backend never
-    sees that case, eagerly as under ``jit``."""
-    def run(*bufs, **params):
-        if when(bufs, params):  # (the buffers themselves: no per-call list on this path)
-            return bufs[0]
-        return fn(*bufs, **params)
-    return run
 
 
 def _eager_body_kernel(backend, device, prim):
@@ -102,7 +87,9 @@ def apply_primitive(prim, args, params):
     """Runs ``prim`` on concrete operands and returns Array(s)."""
     rule = _impl_rules.get(prim)
     if rule is not None:
-        return rule(*args, **params)
+        out = rule(*args, **params)
+        if out is not NotImplemented:  # (a conditional rule declining: the backend's case)
+            return out
     # JAX 0.10: results placed on the set mesh, its device check (not in plax's own eager
     # work, which takes the fast path below as it does with no mesh)
     if _mesh_maybe_set[0] and not _in_internal_eager_work():

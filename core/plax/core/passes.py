@@ -13,6 +13,7 @@ from typing import Any, Callable
 from plax.core.effects import eqn_has_effects
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Var, sub_jaxprs
 from plax.core.registry import rule_table
+from plax.core.trace import get_aval
 
 
 def call_param(eqn: JaxprEqn) -> str | None:
@@ -205,28 +206,43 @@ def dependency_graph(eqns: list) -> tuple[list[list[int]], list[int]]:
     return readers, waiting
 
 
-_value_identities: dict = {}  # primitive -> None (always) or when(shapes, params) -> bool
+_value_identities: dict = {}  # primitive -> None (always) or when(avals, params) -> bool
 
 
 def register_value_identity(primitive, when: Callable | None = None) -> None:
     """Declares ``primitive`` the identity on its first operand: one result, equal to that
     operand. :func:`prepare_for_backend` removes its equations, also inside sub-jaxprs, and
-    eager dispatch (:func:`plax.dispatch.kernel`) hands back the operand, so no backend
-    needs a kernel for that case.
+    eager dispatch hands back the operand (an ``impl`` rule, :mod:`plax.dispatch`), so no
+    backend needs a kernel for that case.
 
     Args:
       primitive: the primitive. With no ``when`` it is always the identity, there for its
         type only (plax-pmap's ``pvary``, which marks a value as varying over mesh axes).
       when: for a primitive that is the identity only on some operands, which: a predicate
-        of the operands (anything with a ``shape``: buffers eagerly, avals in a jaxpr) and
-        the equation's params (a scatter into an empty
-        operand writes nothing, whatever its mode: ``plax.lax.slicing``).
+        of the operands' avals (ShapedArrays: a backend's buffers are opaque to the core)
+        and the equation's params (a scatter into an empty operand writes nothing, whatever
+        its mode: ``plax.lax.slicing``).
 
     Example::
 
-      register_value_identity(scatter_add_p, when=lambda ops, params: 0 in ops[0].shape)
+      register_value_identity(scatter_add_p, when=lambda avals, params: 0 in avals[0].shape)
     """
     _value_identities[primitive] = when
+    if when is not None:
+        rule_table("impl")[primitive] = _eager_identity(when)
+
+
+def _eager_identity(when: Callable) -> Callable:
+    # the eager side of a conditional identity: the operand itself where ``when`` holds,
+    # NotImplemented (dispatch goes on to the backend) where it does not
+    def impl(*args, **params):
+        first = getattr(args[0], "aval", None)
+        if first is None:  # a host value: the backend is handed it as before
+            return NotImplemented
+        if when([first] + [get_aval(a) for a in args[1:]], params):
+            return args[0]
+        return NotImplemented
+    return impl
 
 
 def identity_condition(primitive) -> Callable | None:

@@ -751,8 +751,8 @@ scatter_min_p = _scatter_prim("scatter-min", ANY)  # complex numbers compare lex
 scatter_max_p = _scatter_prim("scatter-max", ANY)
 
 
-def _into_an_empty_operand(operands, params) -> bool:
-    return 0 in operands[0].shape
+def _into_an_empty_operand(avals, params) -> bool:
+    return 0 in avals[0].shape
 
 
 # A scatter into an empty operand writes nothing, whatever its mode (JAX returns the operand);
