@@ -181,6 +181,34 @@ def test_grad_of_det_matches_cofactor_formula():
     close(g, np.linalg.det(A[0]) * np.linalg.inv(A[0]).T, 1e-9)
 
 
+SMALL_INTEGER_MATRICES = [[[1., 2.], [3., 4.]], [[2., -1., 0.], [1., 3., 2.], [0., 5., -4.]],
+                          [[1., 2., 3.], [4., 5., 6.], [7., 8., 10.]]]
+
+
+@pytest.mark.parametrize("m", SMALL_INTEGER_MATRICES, ids=["2x2", "3x3", "3x3-lu-inexact"])
+def test_det_of_small_integer_matrices_is_exact(m):
+    # as JAX, 2x2 and 3x3 determinants expand by cofactors: integer entries give the exact
+    # integer in float32 (LU gave -1.9999999 for [[1, 2], [3, 4]], -2.9999998 for the last)
+    m = np.array(m, np.float32)
+    want = round(np.linalg.det(m.astype(np.float64)))
+    batch = np.stack([m, -m])
+    sign = (-1) ** len(m)
+    assert float(jnp.linalg.det(m)) == want
+    assert float(plax.jit(jnp.linalg.det)(m)) == want
+    np.testing.assert_array_equal(np.asarray(plax.vmap(jnp.linalg.det)(batch)), [want, sign * want])
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.det(batch)), [want, sign * want])
+    if jax is not None:
+        assert float(jax_numpy.linalg.det(m)) == want
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_grad_of_small_det(n):
+    with x64():
+        a = A[0, :n, :n]
+        check_grads(jnp.linalg.det, (a,), order=2, modes=("fwd", "rev"))
+        close(np.asarray(plax.grad(jnp.linalg.det)(a)), np.linalg.det(a) * np.linalg.inv(a).T, 1e-9)
+
+
 # ------------------------------------------------------------------ vmap and jit
 
 TRANSFORM_CASES = [
