@@ -398,7 +398,8 @@ def invpascal(n: int, kind: Optional[str] = None) -> Array:
              [ 1., -2.,  1.]], dtype=float32)
     """
     kind = kind or "symmetric"
-    inv_lower = np.array([[(-1) ** (i - j) * math.comb(i, j) for j in range(n)]
+    # an integer sign (not (-1) ** (i - j), a float -1.0 above the diagonal) keeps the zeros +0
+    inv_lower = np.array([[(-1) ** ((i - j) % 2) * math.comb(i, j) for j in range(n)]
                           for i in range(n)], dtype=np.float64)
     if kind == "lower":
         out = inv_lower
