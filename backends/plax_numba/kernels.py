@@ -177,7 +177,10 @@ def plain_dot(eqn):
     threads (:func:`noting_threaded_product`).
 
     Example:
+      >>> x, w = jnp.ones((4, 3)), jnp.ones((3, 2))
       >>> step = plain_dot(plax.make_jaxpr(jnp.dot)(x, w).eqns[0])
+      >>> step is None  # float32 operands and result: one np.dot
+      False
     """
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars

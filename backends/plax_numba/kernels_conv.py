@@ -34,9 +34,12 @@ def madds_per_product(lhs: ShapedArray, rhs: ShapedArray, params: tuple) -> int:
     window offset's), or 0 for a window of more than :data:`PER_OFFSET_MAX_WINDOW` offsets.
 
     Example:
+      >>> conv = lambda x, w: lax.conv_general_dilated(
+      ...     x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
       >>> f32 = np.dtype("float32")
-      >>> madds_per_product(ShapedArray((8, 32, 32, 16), f32),
-      ...                   ShapedArray((3, 3, 16, 16), f32), tuple(eqn.params.items()))
+      >>> lhs, rhs = ShapedArray((8, 32, 32, 16), f32), ShapedArray((3, 3, 16, 16), f32)
+      >>> eqn = plax.make_jaxpr(conv)(lhs, rhs).eqns[0]
+      >>> madds_per_product(lhs, rhs, tuple(eqn.params.items()))  # 8*32*32 outputs x 16 x 16
       2097152
     """
     kw = dict(params)
@@ -64,8 +67,11 @@ def conv_kernel(lhs, rhs, **params):
       The reference kernel's result.
 
     Example:
+      >>> x, w = np.ones((1, 8, 8, 4), np.float32), np.ones((3, 3, 4, 4), np.float32)
+      >>> eqn = plax.make_jaxpr(lambda x, w: lax.conv_general_dilated(
+      ...     x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w).eqns[0]
       >>> conv_kernel(x, w, **eqn.params).shape
-      (8, 32, 32, 16)
+      (1, 8, 8, 4)
     """
     from plax_numba.kernels import BLAS_SERIAL_MAX, BLAS_THREADED_MIN
     reference = _reference()

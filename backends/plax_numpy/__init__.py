@@ -24,6 +24,7 @@ def impls() -> dict:
     :func:`register_impl`.
 
     Example:
+      >>> import plax_numpy
       >>> from plax.lax import sin_p
       >>> plax_numpy.impls()[sin_p](np.zeros(2, np.float32))
       array([0., 0.], dtype=float32)
@@ -40,7 +41,13 @@ def register_impl(primitive, fn: Callable) -> None:
     backends' compiled code falls back to it.
 
     Example:
+      >>> import plax_numpy
+      >>> from plax.core import Primitive
+      >>> my_square_p = Primitive("my_square")
+      >>> _ = my_square_p.def_abstract_eval(lambda x: x)
       >>> plax_numpy.register_impl(my_square_p, lambda x: x * x)
+      >>> plax.jit(my_square_p.bind, backend="numpy")(jnp.arange(3.0))
+      Array([0., 1., 4.], dtype=float32)
     """
     if not callable(fn):
         raise TypeError(f"register_impl expects a callable kernel for {primitive}, got {fn!r}")

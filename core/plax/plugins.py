@@ -460,6 +460,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> str:
       ...         return [MyBackend()]
       >>> plax.plugins.register_plugin(MyPlugin(), name="mine")
       'mine'
+      >>> plax.plugins.unregister_plugin("mine")
     """
     name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
     with _lock:

@@ -121,8 +121,8 @@ def dct(x: Array, type: int = 2, n: Optional[int] = None, axis: int = -1,
 
     Example:
       >>> from plax.scipy.fft import dct
-      >>> dct(jnp.array([1.0, 2.0, 3.0, 4.0]))
-      Array([20.       , -6.308644 ,  0.       , -0.4483415], dtype=float32)
+      >>> jnp.round(dct(jnp.array([1.0, 2.0, 3.0, 4.0])), 4)
+      Array([20.    , -6.3086,  0.    , -0.4483], dtype=float32)
     """
     _check(type, norm, "dct")
     x = _prepare(x, "dct")
