@@ -170,7 +170,7 @@ def _lu_diag_and_parity(a):
 
 
 def det(a):
-    """Determinant of square matrices (from the LU factorization).
+    """Determinant of square matrices: by cofactors for 2x2 and 3x3 (as JAX), else from LU.
 
     Example:
       >>> jnp.linalg.det(jnp.array([[1., 2.], [3., 4.]]))
