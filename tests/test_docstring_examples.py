@@ -1,16 +1,23 @@
 """Every docstring example of plax and of its first-party transform plugins runs and prints
 what it says (doctest), one test case per module.
 
-The modules are found on disk: every ``.py`` file of the ``plax`` package (``core/plax``) and
-of ``plax_checkify``, ``plax_jet`` and ``plax_cost_analysis``, except the conformance kit's
-test modules. A module that needs an optional dependency that is absent is skipped, naming it.
+The modules are found on disk: every ``.py`` file of the ``plax`` package (``core/plax``), of
+the CPU backends ``plax_numpy`` and ``plax_numba``, and of the transform plugins
+``plax_checkify``, ``plax_jet``, ``plax_cost_analysis`` and ``plax_pmap``, except the
+conformance kit's test modules. A module that needs an optional dependency that is absent is
+skipped, naming it. (``plax_cupy``'s examples take CuPy arrays on a GPU, which the CPU devices
+these examples run on are not.)
 
 The examples see their module's globals plus the names a JAX user has at hand: ``jax`` (plax
 itself, as in ``import plax as jax``), ``plax``, ``jnp``, ``np``, ``lax`` and ``random``
 (``from plax import numpy as jnp, lax, random``). Printed floats are
-compared to a few ulps (:mod:`doctest_util`): the examples must not depend on the last digits
-of the machine's libm. Examples run on the CPU devices (they print ``CpuDevice``), and each
-module starts from, and leaves, the default flags and plugin registry.
+compared as :mod:`doctest_util` says: a float printed to full precision may differ from the
+example in its last digits (the machine's libm), a short decimal (``-2.``, ``0.08``) must be
+printed exactly, so an example whose value may move in the last digit prints it rounded.
+Examples run on the CPU devices (they print ``CpuDevice``), on the default CPU backend (Numba's
+where it is installed; ``PLAX_BACKEND=numpy`` runs them on the reference backend), and each
+module starts from the default flags and plugin registry: what an example changes (a flag, a
+plugin registered by hand) is put back after its module.
 """
 from __future__ import annotations
 
@@ -28,7 +35,8 @@ import plax.numpy as jnp
 from plax import plugins
 from doctest_util import run_doctests
 
-PACKAGES = ["plax", "plax_checkify", "plax_jet", "plax_cost_analysis", "plax_pmap"]
+PACKAGES = ["plax", "plax_numpy", "plax_numba", "plax_checkify", "plax_jet", "plax_cost_analysis",
+            "plax_pmap"]
 # test modules, not library code: pytest collects them (``pytest --pyargs plax.testing.conformance``)
 EXCLUDED = ("plax.testing.conformance",)
 OPTIONFLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
@@ -79,13 +87,31 @@ def _import(name: str):
         raise
 
 
+@pytest.fixture(scope="module")
+def cpu_devices():
+    """CPU devices only (the examples print ``CpuDevice``), and no plugin registered by hand.
+
+    Module-scoped: rediscovering the plugins costs about 30 ms, which once per example module
+    was most of this file's time.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PLAX_PLATFORMS", "cpu")
+        manual = list(plugins._manual)
+        plugins._manual.clear()
+        plugins.reset()
+        try:
+            yield
+        finally:
+            plugins._manual[:] = manual
+            plugins.reset()
+
+
 @pytest.fixture
-def clean_state(monkeypatch):
-    """The default flags, CPU devices only and no hand-registered plugins, before and after."""
-    monkeypatch.setenv("PLAX_PLATFORMS", "cpu")  # the examples print CPU devices
+def clean_state(cpu_devices):
+    """Puts back what a module's examples changed: flags, hand-registered plugins, NumPy's
+    print options (the registry is rediscovered only where the plugins changed)."""
     flags = dict(plax.config._values)
     manual = list(plugins._manual)
-    plugins.reset()
     old_print = np.get_printoptions()
     try:
         yield
@@ -94,9 +120,9 @@ def clean_state(monkeypatch):
         for key, value in flags.items():
             if plax.config.read(key) != value:
                 plax.config.update(key, value)
-        plugins._manual[:] = manual
-        monkeypatch.delenv("PLAX_PLATFORMS")
-        plugins.reset()
+        if plugins._manual != manual:
+            plugins._manual[:] = manual
+            plugins.reset()
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -110,14 +136,16 @@ def test_docstring_examples(name, clean_state):
     # functions made by factories inside a module are found through its namespace too
     tests = doctest.DocTestFinder().find(module, name, globs=globs)
     result = run_doctests(tests, optionflags=OPTIONFLAGS)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples of {name} failed"
+    assert result.failed == 0, (f"{result.failed} of {result.attempted} docstring examples of {name} "
+                                f"failed, in {', '.join(result.failed_names)} (their reports: stdout)")
     if name in MUST_HAVE_EXAMPLES:
         assert result.attempted > 0, f"{name} has lost its docstring examples"
 
 
 def test_every_package_is_walked():
     for package in ["plax.numpy", "plax.lax", "plax.scipy.linalg", "plax.nn", "plax.random",
-                    "plax.tree_util", "plax_checkify", "plax_jet", "plax_cost_analysis"]:
+                    "plax.tree_util", "plax_numpy", "plax_numba", "plax_checkify", "plax_jet",
+                    "plax_cost_analysis", "plax_pmap"]:
         assert package in MODULES
     assert len(MODULES) > 150
     assert MUST_HAVE_EXAMPLES <= set(MODULES)
