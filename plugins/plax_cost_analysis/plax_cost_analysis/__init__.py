@@ -8,7 +8,8 @@ table). ``python -m plax cost MODULE:FUNC --shape f32[3,4]`` prints it from the 
 
 Example:
   >>> import plax, plax.numpy as jnp
-  >>> plax.jit(lambda a, b: a @ b).lower(jnp.ones((3, 4)), jnp.ones((4, 5))).cost_analysis()
+  >>> lowered = plax.jit(lambda a, b: a @ b).lower(jnp.ones((3, 4)), jnp.ones((4, 5)))
+  >>> lowered.cost_analysis()  # doctest: +NORMALIZE_WHITESPACE
   {'flops': 120.0, 'transcendentals': 0.0, 'bytes accessed': 188.0, 'bytes accessed0{}': 48.0,
    'bytes accessed1{}': 80.0, 'bytes accessedout{}': 60.0}
 

@@ -67,7 +67,7 @@ def memory(in_avals: Sequence, out_avals: Sequence, operand_bytes: Sequence[floa
     Example:
       >>> from plax.core import ShapedArray
       >>> f32_3x4 = ShapedArray((3, 4), np.float32)
-      >>> memory([f32_3x4, f32_3x4], [f32_3x4])
+      >>> memory([f32_3x4, f32_3x4], [f32_3x4])  # doctest: +NORMALIZE_WHITESPACE
       {'bytes accessed': 144.0, 'bytes accessed0{}': 48.0, 'bytes accessed1{}': 48.0,
        'bytes accessedout{}': 48.0}
     """
