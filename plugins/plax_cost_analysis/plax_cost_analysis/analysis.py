@@ -82,7 +82,7 @@ def cost_of(jaxpr: Jaxpr | ClosedJaxpr) -> CostAnalysis:
     """The cost of ``jaxpr`` as a :class:`CostAnalysis`, with the three main keys first.
 
     Example:
-      >>> cost_of(plax.make_jaxpr(jnp.sin)(jnp.ones(3)))
+      >>> cost_of(plax.make_jaxpr(jnp.sin)(jnp.ones(3)))  # doctest: +NORMALIZE_WHITESPACE
       {'flops': 0.0, 'transcendentals': 3.0, 'bytes accessed': 24.0, 'bytes accessed0{}': 12.0,
        'bytes accessedout{}': 12.0}
     """
