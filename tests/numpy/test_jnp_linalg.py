@@ -205,7 +205,7 @@ def test_det_of_small_integer_matrices_is_exact(m):
 def test_grad_of_small_det(n):
     with x64():
         a = A[0, :n, :n]
-        check_grads(jnp.linalg.det, (a,), order=2, modes=("fwd", "rev"))
+        check_grads(jnp.linalg.det, (a,), order=1, modes=("fwd", "rev"))
         close(np.asarray(plax.grad(jnp.linalg.det)(a)), np.linalg.det(a) * np.linalg.inv(a).T, 1e-9)
 
 
