@@ -33,6 +33,10 @@ from toy_backend_site import TOY_PACKAGE, toy_backend_site
 
 # the toy backend as these tests expect it: its own platform "toy", whatever the environment says
 TOY_ENV = {"PLAX_TOY_PLATFORM": "toy", "PLAX_TOY_PRIORITY": None}
+#: a test whose children get the toy backend installed and set up by TOY_ENV, whatever this
+#: process has: tests/test_installed_backend.py's child sessions, which differ from this one
+#: only in having the toy backend installed, deselect it (they would rerun the same children)
+same_children = pytest.mark.same_with_any_installed_backend
 
 
 def no_other_accelerator() -> bool:
@@ -96,6 +100,7 @@ _TOY_CHECKS = """
 """
 
 
+@same_children
 def test_pip_installed_backend_is_discovered_and_computes(toy_site):
     out = last_json(run_python(_TOY_CHECKS, toy_site, env=TOY_ENV))
     assert out["lazy"], "import plax must not import any backend"
@@ -124,6 +129,7 @@ def test_pip_installed_backend_is_discovered_and_computes(toy_site):
     assert out["fresh_device"] == "ToyDevice(id=0)"
 
 
+@same_children
 def test_info_lists_installed_backend(toy_site):
     proc = run_python("", toy_site, args=["-m", "plax", "info"], env=TOY_ENV)
     text = proc.stdout
@@ -156,6 +162,7 @@ _EXCLUDED_CHECKS = """
 """
 
 
+@same_children
 def test_plax_platforms_excludes_installed_backend(toy_site):
     env = {**TOY_ENV, "PLAX_PLATFORMS": "cpu"}
     out = last_json(run_python(_EXCLUDED_CHECKS, toy_site, env=env))
@@ -195,6 +202,7 @@ _SELECTION_CHECKS = """
 """
 
 
+@same_children
 @pytest.mark.parametrize("env,expected", [
     ({}, None),  # an accelerator-like platform: the toy's, unless a real one is installed
     ({"PLAX_BACKEND": "numpy"}, {"devices": ["CpuDevice(id=0)"], "platform": "cpu",
@@ -226,6 +234,7 @@ def test_plax_backend_picks_default_device_with_another_platform_installed(toy_s
         assert out["toy_ran"] == []  # eager work on the CPU never touched the toy backend
 
 
+@same_children
 def test_plax_backend_excluded_by_plax_platforms_says_so(toy_site):
     out = last_json(run_python(_REPORT_DEFAULT, toy_site,
                                env={**TOY_ENV, "PLAX_BACKEND": "toy", "PLAX_PLATFORMS": "cpu"}))
@@ -428,10 +437,31 @@ def test_info_with_plax_backend_says_what_chose_the_default():
     assert "numpy: platform=cpu priority=0 (default)" in proc.stdout
 
 
-def test_info_usage_error():
+_USAGE_CHECKS = """
+    import contextlib, io, json, runpy, sys
+    out = []
     for args in (["bogus"], [], ["info", "-x"]):
-        proc = run_python("", args=["-m", "plax", *args], check=False)
-        assert proc.returncode == 2 and "usage: python -m plax info [-v|--verbose]" in proc.stderr
+        sys.argv = ["-m", *args]  # runpy sets argv[0] to the module's path, as python -m does
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            try:
+                runpy.run_module("plax", run_name="__main__", alter_sys=True)
+                status = 0
+            except SystemExit as exit:
+                status = exit.code
+        out.append([args, status, stderr.getvalue()])
+    print(json.dumps(out))
+"""
+
+
+def test_info_usage_error():
+    # one interpreter runs ``python -m plax ARGS`` for each ARGS, as python -m does (runpy):
+    # a fresh interpreter each cost ~1 CPU s apiece, and none of them changes plax's state
+    # (the unknown command, first, builds the registry)
+    results = last_json(run_python(_USAGE_CHECKS))
+    assert [args for args, _, _ in results] == [["bogus"], [], ["info", "-x"]]
+    for args, status, stderr in results:
+        assert status == 2 and "usage: python -m plax info [-v|--verbose]" in stderr, (args, stderr)
 
 
 def test_info_with_bad_environment_exits_nonzero():
