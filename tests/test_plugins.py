@@ -12,6 +12,7 @@ tests/test_installed_backend.py runs them with the toy backend installed as well
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -251,6 +252,38 @@ _REPORT_DEFAULT = """
 """
 
 
+_COMMAND_LINES = """
+    import contextlib, io, json, runpy, sys
+    out = []
+    for args in json.loads(sys.argv[1]):
+        sys.argv = ["-m", *args]  # runpy sets argv[0] to plax/__main__.py, as python -m does
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                runpy.run_module("plax", run_name="__main__", alter_sys=True)
+                status = 0
+            except SystemExit as exit:
+                status = exit.code
+        out.append({"status": status, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()})
+    print(json.dumps(out))
+"""
+
+
+def run_plax_commands(*argvs: list[str], site: Path | None = None) -> list[dict]:
+    """Runs ``python -m plax ARGS`` for each ARGS of ``argvs``, in order, in one fresh
+    interpreter (with ``site`` on its path), as ``python -m`` runs a module (runpy): a fresh
+    interpreter for each would cost about a CPU second apiece. The first command loads the
+    plugins, and the later ones see the same registry, as the same commands in fresh
+    interpreters would.
+
+    Returns:
+      One ``{"status": exit status, "stdout": ..., "stderr": ...}`` per command.
+    """
+    code = textwrap.dedent(_COMMAND_LINES)
+    proc = run_python("", *([site] if site else []), args=["-c", code, json.dumps(argvs)])
+    return last_json(proc)
+
+
 # ------------------------------------------------------------------ broken installed plugins
 
 _BROKEN_MODULES = {
@@ -372,21 +405,30 @@ def test_broken_plugins_only_warn(broken_site):
     assert "'dead'" in out["err"] and "devices_raise" in out["err"] and "OSError" in out["err"]
 
 
-def test_info_reports_failed_plugins(broken_site):
-    proc = run_python("", broken_site, args=["-m", "plax", "info"])
-    lines = proc.stdout.splitlines()
+@pytest.fixture(scope="module")
+def broken_site_info(broken_site) -> dict:
+    """What ``python -m plax info``, ``info -v`` and ``info --verbose`` print with the broken
+    plugins installed (one interpreter, :func:`run_plax_commands`): flags -> stdout."""
+    flags = [(), ("-v",), ("--verbose",)]
+    results = run_plax_commands(*(["info", *f] for f in flags), site=broken_site)
+    assert [r["status"] for r in results] == [0, 0, 0], results
+    return {f: r["stdout"] for f, r in zip(flags, results)}
+
+
+def test_info_reports_failed_plugins(broken_site_info):
+    text = broken_site_info[()]
+    lines = text.splitlines()
     for name, error in _EXPECTED_FAILURES.items():
         [line] = [ln for ln in lines if f"] {name} (" in ln]
         assert line.strip().startswith("[failed]") and error in line
     assert any(ln.strip().startswith("[loaded] exports_ok") and "exports=['triple']" in ln
                for ln in lines)
     assert any(ln.strip().startswith("[loaded] numpy") for ln in lines)
-    assert "Traceback" not in proc.stdout  # the short report: one line per plugin
+    assert "Traceback" not in text  # the short report: one line per plugin
 
 
-def test_info_verbose_shows_failed_plugins_tracebacks(broken_site):
-    proc = run_python("", broken_site, args=["-m", "plax", "info", "-v"])
-    text = proc.stdout
+def test_info_verbose_shows_failed_plugins_tracebacks(broken_site_info):
+    text = broken_site_info[("-v",)]
     blocks = {}  # plugin name -> the traceback lines printed under it
     current = None
     for line in text.splitlines():
@@ -406,7 +448,7 @@ def test_info_verbose_shows_failed_plugins_tracebacks(broken_site):
     assert "device /dev/dead0 not found" in "\n".join(blocks["devices_raise"])
     assert blocks["no_hooks"] == []  # found by a check, nothing raised: no traceback
     assert blocks["numpy"] == [] and blocks["exports_ok"] == []
-    assert run_python("", broken_site, args=["-m", "plax", "info", "--verbose"]).stdout == text
+    assert broken_site_info[("--verbose",)] == text
 
 
 # ------------------------------------------------------------------ python -m plax info
@@ -437,31 +479,13 @@ def test_info_with_plax_backend_says_what_chose_the_default():
     assert "numpy: platform=cpu priority=0 (default)" in proc.stdout
 
 
-_USAGE_CHECKS = """
-    import contextlib, io, json, runpy, sys
-    out = []
-    for args in (["bogus"], [], ["info", "-x"]):
-        sys.argv = ["-m", *args]  # runpy sets argv[0] to the module's path, as python -m does
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr):
-            try:
-                runpy.run_module("plax", run_name="__main__", alter_sys=True)
-                status = 0
-            except SystemExit as exit:
-                status = exit.code
-        out.append([args, status, stderr.getvalue()])
-    print(json.dumps(out))
-"""
-
-
 def test_info_usage_error():
-    # one interpreter runs ``python -m plax ARGS`` for each ARGS, as python -m does (runpy):
-    # a fresh interpreter each cost ~1 CPU s apiece, and none of them changes plax's state
-    # (the unknown command, first, builds the registry)
-    results = last_json(run_python(_USAGE_CHECKS))
-    assert [args for args, _, _ in results] == [["bogus"], [], ["info", "-x"]]
-    for args, status, stderr in results:
-        assert status == 2 and "usage: python -m plax info [-v|--verbose]" in stderr, (args, stderr)
+    argvs = (["bogus"], [], ["info", "-x"])
+    results = run_plax_commands(*argvs)
+    assert len(results) == len(argvs), results
+    for args, result in zip(argvs, results):
+        assert result["status"] == 2, (args, result)
+        assert "usage: python -m plax info [-v|--verbose]" in result["stderr"], (args, result)
 
 
 def test_info_with_bad_environment_exits_nonzero():
