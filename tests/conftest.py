@@ -89,6 +89,11 @@ share_bytecode_with_the_workers()
 
 
 def pytest_configure(config):
+    # tests/test_installed_backend.py's child sessions deselect these: they would repeat the
+    # same assertions on the same child interpreters
+    config.addinivalue_line(
+        "markers", "same_with_any_installed_backend: the test sets up every backend its child "
+                   "interpreters see, so no installed backend changes its outcome")
     # the xdist controller rewrites the test modules once, before its workers start collecting
     # (each worker rewrote all of them itself: ~22 CPU s apiece); see tests/bytecode_cache.py
     if getattr(config, "workerinput", None) is None and (config.getoption("numprocesses", None)

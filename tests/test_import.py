@@ -72,12 +72,12 @@ def test_import_plax_loads_no_lazy_primitive_family():
 def test_lazy_names_load_on_first_use():
     """Every name of the lazily loaded families works as before: by attribute, by ``from``
     import, in ``dir``, and the functions named like their modules (``lax.fft``) stay functions
-    after jnp.fft, which imports their family, has been used."""
+    after jnp.fft, which imports their family, has been used. plax.nn loads on first use."""
     code = """
         import json, sys
         import plax
         from plax import lax, numpy as jnp
-        out = {}
+        out = {"nn_after_import": "plax.nn" in sys.modules}
         out["dir"] = all(n in dir(lax) for n in ("cond", "scan", "linalg", "cholesky_p", "fft",
                                                  "conv_general_dilated", "top_k_p"))
         out["dir_jnp"] = "fft" in dir(jnp) and "linalg" in dir(jnp)
@@ -94,9 +94,12 @@ def test_lazy_names_load_on_first_use():
         out["cond"] = float(lax.cond(True, lambda x: x + 1, lambda x: x - 1, jnp.float32(1)))
         out["solve"] = jnp.linalg.solve(jnp.eye(2), jnp.ones(2)).tolist()
         out["missing"] = not hasattr(lax, "no_such_name")
+        plax.nn.relu
+        out["nn_after_use"] = "plax.nn" in sys.modules
         print(json.dumps(out))
     """
     assert last_json(run_python(code)) == {
+        "nn_after_import": False, "nn_after_use": True,
         "dir": True, "dir_jnp": True, "dir_plax": True, "nothing_loaded": True,
         "fft_kinds": ["function", "function", "function", "module"],
         "names": ["scan", "cholesky", "plax.numpy.linalg", "plax.scipy.linalg", "pure_callback"],

@@ -12,6 +12,7 @@ tests/test_installed_backend.py runs them with the toy backend installed as well
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,10 @@ from toy_backend_site import TOY_PACKAGE, toy_backend_site
 
 # the toy backend as these tests expect it: its own platform "toy", whatever the environment says
 TOY_ENV = {"PLAX_TOY_PLATFORM": "toy", "PLAX_TOY_PRIORITY": None}
+#: a test whose children get the toy backend installed and set up by TOY_ENV, whatever this
+#: process has: tests/test_installed_backend.py's child sessions, which differ from this one
+#: only in having the toy backend installed, deselect it (they would rerun the same children)
+same_children = pytest.mark.same_with_any_installed_backend
 
 
 def no_other_accelerator() -> bool:
@@ -96,6 +101,7 @@ _TOY_CHECKS = """
 """
 
 
+@same_children
 def test_pip_installed_backend_is_discovered_and_computes(toy_site):
     out = last_json(run_python(_TOY_CHECKS, toy_site, env=TOY_ENV))
     assert out["lazy"], "import plax must not import any backend"
@@ -124,6 +130,7 @@ def test_pip_installed_backend_is_discovered_and_computes(toy_site):
     assert out["fresh_device"] == "ToyDevice(id=0)"
 
 
+@same_children
 def test_info_lists_installed_backend(toy_site):
     proc = run_python("", toy_site, args=["-m", "plax", "info"], env=TOY_ENV)
     text = proc.stdout
@@ -156,6 +163,7 @@ _EXCLUDED_CHECKS = """
 """
 
 
+@same_children
 def test_plax_platforms_excludes_installed_backend(toy_site):
     env = {**TOY_ENV, "PLAX_PLATFORMS": "cpu"}
     out = last_json(run_python(_EXCLUDED_CHECKS, toy_site, env=env))
@@ -195,6 +203,7 @@ _SELECTION_CHECKS = """
 """
 
 
+@same_children
 @pytest.mark.parametrize("env,expected", [
     ({}, None),  # an accelerator-like platform: the toy's, unless a real one is installed
     ({"PLAX_BACKEND": "numpy"}, {"devices": ["CpuDevice(id=0)"], "platform": "cpu",
@@ -226,6 +235,7 @@ def test_plax_backend_picks_default_device_with_another_platform_installed(toy_s
         assert out["toy_ran"] == []  # eager work on the CPU never touched the toy backend
 
 
+@same_children
 def test_plax_backend_excluded_by_plax_platforms_says_so(toy_site):
     out = last_json(run_python(_REPORT_DEFAULT, toy_site,
                                env={**TOY_ENV, "PLAX_BACKEND": "toy", "PLAX_PLATFORMS": "cpu"}))
@@ -240,6 +250,38 @@ _REPORT_DEFAULT = """
     except RuntimeError as e:
         print(json.dumps({"error": str(e)}))
 """
+
+
+_COMMAND_LINES = """
+    import contextlib, io, json, runpy, sys
+    out = []
+    for args in json.loads(sys.argv[1]):
+        sys.argv = ["-m", *args]  # runpy sets argv[0] to plax/__main__.py, as python -m does
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                runpy.run_module("plax", run_name="__main__", alter_sys=True)
+                status = 0
+            except SystemExit as exit:
+                status = exit.code
+        out.append({"status": status, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()})
+    print(json.dumps(out))
+"""
+
+
+def run_plax_commands(*argvs: list[str], site: Path | None = None) -> list[dict]:
+    """Runs ``python -m plax ARGS`` for each ARGS of ``argvs``, in order, in one fresh
+    interpreter (with ``site`` on its path), as ``python -m`` runs a module (runpy): a fresh
+    interpreter for each would cost about a CPU second apiece. The first command loads the
+    plugins, and the later ones see the same registry, as the same commands in fresh
+    interpreters would.
+
+    Returns:
+      One ``{"status": exit status, "stdout": ..., "stderr": ...}`` per command.
+    """
+    code = textwrap.dedent(_COMMAND_LINES)
+    proc = run_python("", *([site] if site else []), args=["-c", code, json.dumps(argvs)])
+    return last_json(proc)
 
 
 # ------------------------------------------------------------------ broken installed plugins
@@ -363,21 +405,30 @@ def test_broken_plugins_only_warn(broken_site):
     assert "'dead'" in out["err"] and "devices_raise" in out["err"] and "OSError" in out["err"]
 
 
-def test_info_reports_failed_plugins(broken_site):
-    proc = run_python("", broken_site, args=["-m", "plax", "info"])
-    lines = proc.stdout.splitlines()
+@pytest.fixture(scope="module")
+def broken_site_info(broken_site) -> dict:
+    """What ``python -m plax info``, ``info -v`` and ``info --verbose`` print with the broken
+    plugins installed (one interpreter, :func:`run_plax_commands`): flags -> stdout."""
+    flags = [(), ("-v",), ("--verbose",)]
+    results = run_plax_commands(*(["info", *f] for f in flags), site=broken_site)
+    assert [r["status"] for r in results] == [0, 0, 0], results
+    return {f: r["stdout"] for f, r in zip(flags, results)}
+
+
+def test_info_reports_failed_plugins(broken_site_info):
+    text = broken_site_info[()]
+    lines = text.splitlines()
     for name, error in _EXPECTED_FAILURES.items():
         [line] = [ln for ln in lines if f"] {name} (" in ln]
         assert line.strip().startswith("[failed]") and error in line
     assert any(ln.strip().startswith("[loaded] exports_ok") and "exports=['triple']" in ln
                for ln in lines)
     assert any(ln.strip().startswith("[loaded] numpy") for ln in lines)
-    assert "Traceback" not in proc.stdout  # the short report: one line per plugin
+    assert "Traceback" not in text  # the short report: one line per plugin
 
 
-def test_info_verbose_shows_failed_plugins_tracebacks(broken_site):
-    proc = run_python("", broken_site, args=["-m", "plax", "info", "-v"])
-    text = proc.stdout
+def test_info_verbose_shows_failed_plugins_tracebacks(broken_site_info):
+    text = broken_site_info[("-v",)]
     blocks = {}  # plugin name -> the traceback lines printed under it
     current = None
     for line in text.splitlines():
@@ -397,7 +448,7 @@ def test_info_verbose_shows_failed_plugins_tracebacks(broken_site):
     assert "device /dev/dead0 not found" in "\n".join(blocks["devices_raise"])
     assert blocks["no_hooks"] == []  # found by a check, nothing raised: no traceback
     assert blocks["numpy"] == [] and blocks["exports_ok"] == []
-    assert run_python("", broken_site, args=["-m", "plax", "info", "--verbose"]).stdout == text
+    assert broken_site_info[("--verbose",)] == text
 
 
 # ------------------------------------------------------------------ python -m plax info
@@ -429,9 +480,12 @@ def test_info_with_plax_backend_says_what_chose_the_default():
 
 
 def test_info_usage_error():
-    for args in (["bogus"], [], ["info", "-x"]):
-        proc = run_python("", args=["-m", "plax", *args], check=False)
-        assert proc.returncode == 2 and "usage: python -m plax info [-v|--verbose]" in proc.stderr
+    argvs = (["bogus"], [], ["info", "-x"])
+    results = run_plax_commands(*argvs)
+    assert len(results) == len(argvs), results
+    for args, result in zip(argvs, results):
+        assert result["status"] == 2, (args, result)
+        assert "usage: python -m plax info [-v|--verbose]" in result["stderr"], (args, result)
 
 
 def test_info_with_bad_environment_exits_nonzero():
