@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -34,28 +35,94 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       >>> lax.convert_element_type(jnp.array([1.7]), jnp.int32)
       Array([1], dtype=int32)
     """
+    warned = False
     old_dtype = getattr(operand, "dtype", None)
     if old_dtype is not None and not isinstance(old_dtype, np.dtype):  # a key array
         return _convert_key(operand, old_dtype, new_dtype)
+    new_dtype = dtypes.canonicalize_dtype(new_dtype, allow_extended_dtype=True)
     if not isinstance(operand, (Array, Tracer)):
         if operand is None:  # a ValueError, as JAX raises for None here
             raise ValueError("convert_element_type: None is not a valid operand (it has no "
                              "numeric value)")
+        if isinstance(new_dtype, np.dtype) and not weak_type:
+            if isinstance(operand, (complex, np.complexfloating)) and new_dtype.kind != "c":
+                # warned before NumPy's TypeError for a Python complex, as JAX warns
+                _warn_complex_to_real()
+                warned = True
+            host = cast_host_scalar(operand, new_dtype)
+            if host is not None:
+                return from_host(host, weak_type=False)
         operand = asarray(operand)
-    new_dtype = dtypes.canonicalize_dtype(new_dtype, allow_extended_dtype=True)
     aval = aval_of(operand)
     if not isinstance(new_dtype, np.dtype):  # a PRNG key dtype: JAX's ValueError
         raise ValueError(f"Cannot convert_element_type from {aval.dtype} to {new_dtype} "
                          "(key arrays are made from their data by random.wrap_key_data)")
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
-    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      np.exceptions.ComplexWarning, stacklevel=2)
+    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype) and not warned:
+        _warn_complex_to_real()
     folded = _fold_host_scalar(operand, aval, new_dtype, weak_type)
     if folded is not None:
         return folded
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# The host scalars JAX converts with NumPy rather than with the primitive.
+_HOST_SCALAR_TYPES = (bool, int, float, complex, np.generic)
+
+
+def cast_host_scalar(value: Any, new_dtype: np.dtype) -> np.ndarray | None:
+    """A host scalar converted to ``new_dtype`` on the host the way JAX converts it, or None
+    where JAX converts it with the ``convert_element_type`` primitive instead.
+
+    JAX 0.10.2 converts a Python or NumPy scalar with NumPy when the target is strongly
+    typed: a Python int by ``astype`` (so ``-1`` becomes 255 as uint8, and ``2**40`` wraps
+    as int32), any other scalar by ``np.asarray(value, dtype)`` (a Python float truncates
+    toward zero; a Python complex to a real dtype is NumPy's ``TypeError``; a NumPy scalar
+    takes NumPy's cast). The primitive, which saturates (NaN to 0), converts the rest: a
+    NaN or infinity to an integer type, a Python float out of the integer type's range
+    (NumPy's ``OverflowError``), arrays, and every weakly typed target (callers do not ask
+    this function for those).
+
+    Args:
+      value: the value to convert (anything: only host scalars are converted).
+      new_dtype: the canonical target dtype (float0 gives None; not a key dtype).
+
+    Returns:
+      A 0-d NumPy array of ``new_dtype``, or None.
+
+    Raises:
+      TypeError: a Python complex cast to a real dtype (NumPy's message, as in JAX).
+      OverflowError: a Python int too large for NumPy (``2**70``).
+
+    Example:
+      >>> cast_host_scalar(-1, np.dtype(np.uint8))
+      array(255, dtype=uint8)
+      >>> cast_host_scalar(300.0, np.dtype(np.uint8)) is None  # out of range: the primitive
+      True
+    """
+    if not isinstance(value, _HOST_SCALAR_TYPES) or new_dtype == dtypes.float0:
+        return None
+    if type(value) is int:
+        return np.asarray(value).astype(new_dtype)
+    old_dtype = np.result_type(value)
+    if old_dtype not in dtypes.supported_dtypes:  # a string, a datetime, float0: not numbers
+        return None
+    if dtypes.is_inexact(old_dtype) and dtypes.is_integer(new_dtype) and \
+            not np.isfinite(value):
+        return None
+    try:
+        with warnings.catch_warnings():
+            # (the caller warns of a complex value cast to a real dtype, as JAX does)
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            return np.asarray(value, dtype=new_dtype)
+    except OverflowError:
+        return None
+
+
+def _warn_complex_to_real() -> None:
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=3)
 
 
 def _convert_key(keys, key_dtype, new_dtype):

@@ -169,18 +169,15 @@ def full(shape: Sequence[int], fill_value, dtype=None, sharding=None, *,
     if dtypes.fills_keys(fill_value, dtype):
         from plax.random.key_fill import full_keys
         return full_keys(shape, fill_value, dtype)
-    from plax.array import from_host
     from plax.lax.convert import convert_element_type
     shape = lax_shape(shape, "full shape")
     if fill_value is None:  # a ValueError, as JAX raises
         raise ValueError("full: fill_value None is not a valid value (it has no numeric value)")
     weak = (dtype is None and dtypes.is_weakly_typed(fill_value)) if weak_type is None else weak_type
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.dtype(fill_value)
-    if isinstance(fill_value, dtypes.HOST_VALUE_TYPES):
-        # a host constant: convert on the host, so a staged jaxpr sees a literal
-        fill = from_host(np.asarray(fill_value).astype(dt), weak_type=weak)
-    else:
-        fill = convert_element_type(asarray(fill_value), dt, weak)
+    # JAX's conversion: a host scalar with NumPy where JAX uses it (a staged jaxpr sees a
+    # literal), else the primitive, which saturates a float out of an integer type's range
+    fill = convert_element_type(fill_value, dt, weak)
     if aval_of(fill).shape != ():
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
                         f"{aval_of(fill).shape}.")

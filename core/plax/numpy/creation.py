@@ -270,9 +270,11 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device=None, out_sha
         dt = dtypes.dtype(fill_value)
     else:
         dt = dtypes.check_user_dtype(dtype, "full")
+    check_arraylike("full", fill_value)
     if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
         from plax.numpy.util import broadcast_to
-        return broadcast_to(to_dtype(asarray(fill_value), dt), shape)
+        # converted as jnp.asarray converts (a NumPy array by NumPy's cast), as JAX does
+        return broadcast_to(asarray(fill_value, dtype=dt), shape)
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
     return lax.full(shape, fill_value, dt, weak_type=weak)
 
