@@ -179,6 +179,102 @@ def test_at_on_empty_arrays():
     assert e.at[:, 1].add(1.0).shape == (0, 3)
 
 
+# integer array indices of a non-empty shape into an empty axis: JAX 0.10.2 builds a gather of
+# a one-element slice of that axis, which its shape rule refuses (TypeError naming the axis)
+EMPTY_AXIS_READS = [
+    ("rows", (0, 3), lambda x: x[np.array([0, 1])], 0),
+    ("rows .at get", (0, 3), lambda x: x.at[jnp.array([0])].get(), 0),
+    ("rows .at get fill", (0, 3), lambda x: x.at[jnp.array([0])].get(mode="fill"), 0),
+    ("columns", (3, 0), lambda x: x[:, jnp.array([0])], 1),
+    ("array then int", (0, 2), lambda x: x[jnp.array([0]), 1], 0),
+    ("int then array", (2, 0), lambda x: x[1, jnp.array([0])], 1),
+]
+
+
+@pytest.mark.parametrize("label,shape,read,axis", EMPTY_AXIS_READS,
+                         ids=[c[0] for c in EMPTY_AXIS_READS])
+def test_reading_an_empty_axis_at_integer_arrays_is_a_type_error(label, shape, read, axis):
+    x = jnp.zeros(shape)
+    for f in (read, jax_jit(read)):
+        with pytest.raises(TypeError, match=rf"Slice size at index {axis} in gather op is out "
+                                            rf"of range, must be within \[0, 0 \+ 1\), got 1"):
+            f(x)
+
+
+def test_reading_an_empty_axis_selecting_nothing_or_at_scalars():
+    x = jnp.zeros((0, 3))
+    assert x[jnp.zeros((0,), np.int32)].shape == (0, 3)  # nothing selected: no error
+    for read in (lambda x: x[0], lambda x: x.at[0].get(), lambda x: x[jnp.array(0)]):
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+            read(x)  # a scalar index: IndexError, as JAX (and NumPy)
+    for mode in (None, "fill", "clip"):  # jnp.take: its own IndexError, as JAX words it
+        with pytest.raises(IndexError, match=r"Cannot do a non-empty jnp.take\(\) from an "
+                                             r"empty axis"):
+            jnp.take(x, jnp.array([0]), axis=0, mode=mode)
+    assert jnp.take(x, jnp.zeros((0,), np.int32), axis=0).shape == (0, 3)
+
+
+def test_updates_into_an_empty_operand_as_jax():
+    import plax
+    x = jnp.zeros((0, 3))
+    # a scalar index into the empty axis: IndexError (JAX's), whatever the mode
+    for update in (lambda x: x.at[0].set(1.0), lambda x: x.at[np.int32(0)].add(1.0),
+                   lambda x: x.at[jnp.array(0)].max(1.0), lambda x: x.at[-1].set(1.0, mode="drop"),
+                   lambda x: jnp.zeros((3, 0)).at[:, 0].multiply(2.0)):
+        for f in (update, jax_jit(update)):
+            with pytest.raises(IndexError, match="out of bounds for axis [01] with size 0"):
+                f(x)
+    # integer arrays: the operand comes back, but the scatter's derivatives gather from the
+    # empty axis, which JAX refuses (TypeError), for the updates and the operand alike
+    assert x.at[jnp.array([0])].set(1.0).shape == (0, 3)
+    message = r"Slice size at index {} in gather op is out of range"
+    for method, axis, x0, idx, u in (("set", 0, x, jnp.array([0]), jnp.ones((1, 3))),
+                                     ("add", 0, x, jnp.array([0, 1]), 1.0),
+                                     ("min", 0, x, jnp.array([0]), jnp.ones(3)),
+                                     ("set", 1, jnp.zeros((3, 0)), (slice(None), jnp.array([0])),
+                                      jnp.ones((3, 1)))):
+        def loss(u, x0=x0, idx=idx, method=method):
+            return getattr(x0.at[idx], method)(u).sum()
+        for grad in (plax.grad(loss), jax_jit(plax.grad(loss))):
+            with pytest.raises(TypeError, match=message.format(axis)):
+                grad(u)
+    with pytest.raises(TypeError, match=message.format(0)):
+        plax.grad(lambda x: x.at[jnp.array([0])].set(1.0).sum())(x)
+    # an empty window or no index selects nothing: a zero gradient, as in JAX
+    g = plax.grad(lambda u: jnp.zeros((0, 2)).at[:, jnp.array([0])].set(u).sum())(1.0)
+    np.testing.assert_array_equal(np.asarray(g), 0.0)
+    g = plax.grad(lambda u: x.at[jnp.zeros((0,), np.int32)].set(u).sum())(jnp.ones((0, 3)))
+    assert g.shape == (0, 3)
+    # the tangent of add is a scatter-add of the tangents: it needs no gather
+    _, t = plax.jvp(lambda u: x.at[jnp.array([0])].add(u), (jnp.ones((1, 3)),),
+                    (jnp.ones((1, 3)),))
+    assert t.shape == (0, 3)
+
+
+def test_empty_axis_errors_as_jax():
+    jax = pytest.importorskip("jax")
+    cases = [(lambda np_, x: x[np_.array([0, 1])], (0, 3)),
+             (lambda np_, x: x.at[0].set(1.0), (0, 3)),
+             (lambda np_, x: x.at[np_.array([0])].get(mode="fill"), (0, 3))]
+    for read, shape in cases:
+        with pytest.raises(Exception) as want:
+            read(jax.numpy, jax.numpy.zeros(shape))
+        with pytest.raises(Exception) as got:
+            read(jnp, jnp.zeros(shape))
+        assert type(got.value) is type(want.value), (got.value, want.value)
+    loss = lambda np_, u: np_.zeros((0, 3)).at[np_.array([0])].set(u).sum()  # noqa: E731
+    with pytest.raises(TypeError) as want:
+        jax.grad(lambda u: loss(jax.numpy, u))(np.ones((1, 3), np.float32))
+    with pytest.raises(TypeError) as got:
+        __import__("plax").grad(lambda u: loss(jnp, u))(np.ones((1, 3), np.float32))
+    assert str(got.value) == str(want.value)
+
+
+def jax_jit(f):
+    import plax
+    return plax.jit(f)
+
+
 def test_at_seed_examples():
     """The updates the seed tutorials use: x.at[0, 0].set and x.at[i].add in a loop."""
     m = jnp.zeros((3, 3)).at[0, 0].set(1.0)

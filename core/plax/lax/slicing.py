@@ -571,10 +571,10 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, i
     if len(slice_sizes) != operand.ndim:
         raise TypeError(f"gather slice_sizes {slice_sizes} must have one entry per operand axis "
                         f"(shape {operand.shape})")
-    for s, d in zip(slice_sizes, operand.shape):
-        if not 0 <= s <= d:
-            raise TypeError(f"gather slice_sizes {slice_sizes} must be within operand shape "
-                            f"{operand.shape}")
+    for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
+        if not 0 <= s <= d:  # (JAX's words)
+            raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
+                            f"within [0, {d} + 1), got {s}.")
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     for d in dropped:
         if slice_sizes[d] > 1:

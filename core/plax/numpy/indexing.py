@@ -349,6 +349,19 @@ def _index(x, entries, mode, fill_value):
     return _advanced(x, entries, adv, mode, fill_value)
 
 
+def _empty_axis_gather_error(axis: int, batch_shape: tuple) -> Exception:
+    """The error of reading an empty ``axis`` at integer array indices of ``batch_shape``.
+
+    JAX 0.10.2 stages such an index as a gather that takes a one-element slice of the empty
+    axis, which its shape rule refuses with this TypeError (a scalar index into an empty axis
+    is an IndexError instead, raised before any gather is built).
+    """
+    if not batch_shape:  # (scalar indices only: JAX's IndexError)
+        return IndexError(f"index is out of bounds for axis {axis} with size 0")
+    return TypeError(f"Slice size at index {axis} in gather op is out of range, must be within "
+                     f"[0, 0 + 1), got 1.")
+
+
 def _insert_new_axes(x, entries, adv_block):
     """Inserts the axes of 'none' entries. ``adv_block`` is None, or (placement, rank) of the
     advanced-index block: placement "front" (non-adjacent advanced indices, NumPy moves their
@@ -414,8 +427,7 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
     empty_axes = [a for a in adv_axes if shape[a] == 0]
     if empty_axes:
         if math.prod(batch_shape):
-            raise IndexError(f"index is out of bounds for axis {empty_axes[0]} with size 0 (an "
-                             f"integer array index of shape {batch_shape} into an empty axis)")
+            raise _empty_axis_gather_error(empty_axes[0], batch_shape)
         # nothing is read: give the empty axes one (unused) element so the gather is well formed
         x = lax.pad(x, lax.full((), 0, get_aval(x).dtype),
                     [(0, 1 if a in empty_axes else 0, 0) for a in range(len(shape))])
@@ -523,7 +535,7 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     y = _as_update(y, aval)
     gmode = GatherScatterMode.FILL_OR_DROP if mode is None else GatherScatterMode.from_any(mode)
     if aval.size == 0:
-        return x  # nothing to update (every index is out of bounds, hence dropped)
+        return _update_empty(x, idx, y, op, gmode, indices_are_sorted, unique_indices)
     # a box of static bounds is written with dynamic_update_slice, unless an operand holds
     # partial sums (unreduced, inside shard_map): JAX's scatter types its result as not
     # unreduced where slice, add and dynamic_update_slice would refuse or keep them
@@ -565,6 +577,64 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)
     return out
+
+
+def _update_empty(x, idx, y, op, mode, indices_are_sorted, unique_indices):
+    """``x.at[idx].<op>(y)`` for an ``x`` with no elements: ``x`` itself, as in JAX 0.10.2.
+
+    As JAX does, a scalar integer index into an empty axis (beside no integer array) raises
+    IndexError; and where integer arrays index every empty axis and select something, the
+    update is staged as a scatter into the empty operand (which returns it), so that
+    differentiating it fails as JAX's does: its rules gather a one-element slice of the
+    empty axis, which the gather's shape rule refuses (TypeError).
+    """
+    shape = get_aval(x).shape
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    entries = _normalize_entries(shape, idx)
+    if any(e[0] == "bool" for e in entries):
+        return x  # (a mask of an empty axis selects nothing)
+    advanced = any(e[0] == "array" and _index_ndim(e[1]) for e in entries)
+    axis, empty_scalar, adv_axes = 0, None, set()
+    for e in entries:
+        if e[0] in _NO_AXIS:
+            continue
+        if e[0] == "int" or e[0] == "array":
+            if advanced:
+                adv_axes.add(axis)
+            elif shape[axis] == 0 and empty_scalar is None:
+                empty_scalar = axis
+        axis += 1
+    if empty_scalar is not None:
+        raise IndexError(f"index is out of bounds for axis {empty_scalar} with size 0")
+    if not adv_axes or any(d == 0 and a not in adv_axes for a, d in enumerate(shape)):
+        return x  # an empty window (JAX's scatter is skipped): nothing is staged
+    # the shape x[idx] has: the same as in a stand-in whose empty axes have one element,
+    # since only the integer arrays (which the stand-in's reads ignore) index those axes
+    stand_in = np.broadcast_to(np.zeros((), np.bool_), tuple(max(d, 1) for d in shape))
+    selected = stand_in[tuple(np.broadcast_to(np.intp(0), np.shape(p) if isinstance(p, np.ndarray)
+                                              else get_aval(p).shape)
+                              if _is_index_array(p) else 0 if _is_int_scalar(p) else p
+                              for p in parts)].shape
+    if 0 in selected:
+        return x
+    y = lax.reshape(_broadcast_update(y, selected, idx), (math.prod(selected),))
+    everywhere = tuple(range(len(shape)))
+    dnums = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=everywhere,
+                                    scatter_dims_to_operand_dims=everywhere)
+    starts = lax.full((math.prod(selected), len(shape)), 0, np.int32)
+    return _SCATTERS[op](x, starts, y, dnums, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+
+
+def _index_ndim(i) -> int:
+    return np.ndim(i) if isinstance(i, (np.ndarray, np.generic, int)) else get_aval(i).ndim
+
+
+def _is_index_array(p) -> bool:
+    """Whether an index component is an integer array (NumPy's, an Array or a tracer)."""
+    if isinstance(p, (slice, type(None), type(Ellipsis))) or _is_int_scalar(p):
+        return False
+    return isinstance(p, (np.ndarray, Array, Tracer))
 
 
 def _scatter_dtype(x, y, aval) -> np.dtype:

@@ -847,6 +847,8 @@ def take(a, indices, axis: int | None = None, out=None, mode=None, unique_indice
                          f"{get_aval(indices).dtype}")
     mode = _take_mode(mode)
     n = _shape(a)[axis]
+    if n == 0 and math.prod(get_aval(indices).shape):
+        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")  # (JAX's words)
     if mode == "wrap":
         from plax.numpy.ufuncs import remainder
         indices = remainder(indices, lax.full((), max(n, 1), get_aval(indices).dtype))
