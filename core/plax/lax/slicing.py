@@ -572,9 +572,10 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, i
         raise TypeError(f"gather slice_sizes {slice_sizes} must have one entry per operand axis "
                         f"(shape {operand.shape})")
     for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
-        if not 0 <= s <= d:  # (JAX's words)
+        if not 0 <= s <= d:  # (JAX's words, then the sizes)
             raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
-                            f"within [0, {d} + 1), got {s}.")
+                            f"within [0, {d} + 1), got {s}. (slice_sizes {slice_sizes}, "
+                            f"operand shape {operand.shape})")
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     for d in dropped:
         if slice_sizes[d] > 1:
