@@ -169,15 +169,23 @@ def full(shape: Sequence[int], fill_value, dtype=None, sharding=None, *,
     if dtypes.fills_keys(fill_value, dtype):
         from plax.random.key_fill import full_keys
         return full_keys(shape, fill_value, dtype)
-    from plax.lax.convert import convert_element_type
+    from plax.array import from_host
+    from plax.lax.convert import cast_host_scalar, convert_element_type
     shape = lax_shape(shape, "full shape")
     if fill_value is None:  # a ValueError, as JAX raises
         raise ValueError("full: fill_value None is not a valid value (it has no numeric value)")
     weak = (dtype is None and dtypes.is_weakly_typed(fill_value)) if weak_type is None else weak_type
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.dtype(fill_value)
     # JAX's conversion: a host scalar with NumPy where JAX uses it (a staged jaxpr sees a
-    # literal), else the primitive, which saturates a float out of an integer type's range
-    fill = convert_element_type(fill_value, dt, weak)
+    # literal), else the primitive, which saturates a float out of an integer type's range.
+    # convert_element_type does so for a strong target; a weak one is converted here, on the
+    # host, as JAX's full does (grad's seed of ones is a literal, not an equation)
+    host = cast_host_scalar(fill_value, dt) if weak and isinstance(
+        fill_value, dtypes.HOST_VALUE_TYPES) else None
+    if host is not None:
+        fill = from_host(host, weak_type=weak)
+    else:
+        fill = convert_element_type(fill_value, dt, weak)
     if aval_of(fill).shape != ():
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
                         f"{aval_of(fill).shape}.")
