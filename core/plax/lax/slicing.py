@@ -557,6 +557,13 @@ def gather_fill_value(dtype, fill_value=None) -> np.ndarray:
     return np.asarray(True)
 
 
+def slice_size_out_of_range(axis: int, size: int, slice_size: int) -> str:
+    """JAX's words for a gather slice of ``slice_size`` along an ``axis`` of ``size``
+    elements (the shape rule's TypeError; ``.at[]`` reads of an empty axis raise it too)."""
+    return (f"Slice size at index {axis} in gather op is out of range, must be within "
+            f"[0, {size} + 1), got {slice_size}.")
+
+
 @gather_p.def_abstract_eval
 def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                           unique_indices, mode, fill_value):
@@ -573,8 +580,7 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, i
                         f"(shape {operand.shape})")
     for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
         if not 0 <= s <= d:  # (JAX's words, then the sizes)
-            raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
-                            f"within [0, {d} + 1), got {s}. (slice_sizes {slice_sizes}, "
+            raise TypeError(f"{slice_size_out_of_range(i, d, s)} (slice_sizes {slice_sizes}, "
                             f"operand shape {operand.shape})")
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     for d in dropped:

@@ -26,6 +26,7 @@ from plax.core import varying as _varying
 from plax.core.trace import Tracer, get_aval
 from plax.numpy.jax_array_protocol import has_jax_array
 from plax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers,
+                              slice_size_out_of_range,
                               dynamic_update_slice_unchecked)
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_eager import placed_as_scatter, update_typed_as_scatter
@@ -358,8 +359,7 @@ def _empty_axis_gather_error(axis: int, batch_shape: tuple) -> Exception:
     """
     if not batch_shape:  # (scalar indices only: JAX's IndexError)
         return IndexError(f"index is out of bounds for axis {axis} with size 0")
-    return TypeError(f"Slice size at index {axis} in gather op is out of range, must be within "
-                     f"[0, 0 + 1), got 1.")
+    return TypeError(slice_size_out_of_range(axis, 0, 1))
 
 
 def _insert_new_axes(x, entries, adv_block):

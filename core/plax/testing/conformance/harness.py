@@ -31,6 +31,7 @@ from plax import dtypes
 from plax.core.passes import identity_condition
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
+from plax.core.trace import get_aval
 
 # ------------------------------------------------------------------ dtypes
 
@@ -429,7 +430,7 @@ def answered_by_core(prim: Primitive, operands: Sequence, params: dict) -> bool:
       answered_by_core(lax.scatter_add_p, [np.zeros((0,)), idx, upd], params)   # True
     """
     when = identity_condition(prim)
-    return when is not None and bool(when([np.asarray(a) for a in operands], params))
+    return when is not None and bool(when([get_aval(a) for a in operands], params))
 
 
 def check_values(spec: Spec, dtype: str, backend, backend_name: str) -> None:
