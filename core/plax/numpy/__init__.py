@@ -49,6 +49,7 @@ from plax.numpy.products import (dot, matmul, vdot, vecdot, inner, outer, tensor
 from plax.numpy.searching import (sort, argsort, nonzero, flatnonzero, argwhere, searchsorted,
                                   unique)
 from plax.numpy.indexing import NonConcreteBooleanIndexError
+from plax.numpy.ufunc_class import ufunc, frompyfunc
 from plax.numpy.array_api_metadata import __array_api_version__, __array_namespace_info__
 # Less common functions load on first use of one of their names (PEP 562), so that
 # ``import plax`` does not pay for them: module -> the names plax.numpy takes from it.
@@ -73,7 +74,7 @@ _LAZY_FUNCTIONS = {
         "fill_diagonal", "partition", "argpartition", "lexsort", "diagflat", "vander", "astype",
         "apply_along_axis", "apply_over_axes"),
     "bits": ("packbits", "unpackbits"),
-    "vectorization": ("vectorize", "frompyfunc", "ufunc"),
+    "vectorization": ("vectorize",),
     "host_io": ("frombuffer", "fromstring", "fromfunction", "fromiter", "fromfile", "load", "save",
         "savez"),
     "printing": ("array_repr", "array_str", "printoptions", "get_printoptions", "set_printoptions"),

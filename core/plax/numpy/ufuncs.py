@@ -15,6 +15,8 @@ from plax import dtypes, lax
 from plax.array import Array
 from plax.core.trace import Tracer, get_aval
 from plax.transforms.jit import jit, jit_when_traced
+from plax.numpy import reductions as _reductions, ufunc_fast_methods as _fast
+from plax.numpy.ufunc_class import ufunc
 from plax.numpy.util import (reject_out, asarray_weak, broadcast_all, broadcast_nonscalars, check_arraylike,
                              promote_args, promote_args_inexact, promote_shapes, to_dtype)
 
@@ -227,7 +229,7 @@ def _unary(name: str, lax_fn, inexact: bool = False, int_identity: bool = False)
             return asarray_weak(x)
         (x,) = promote_args_inexact(name, x) if inexact else promote_args(name, x)
         return lax_fn(x)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _factory_doc(name, 1, inexact)
     return fn
 
@@ -250,7 +252,7 @@ def _binary(name: str, lax_fn, inexact: bool = False, bool_fn=None):
         if bool_fn is not None and _dt(x) == np.bool_:
             return bool_fn(x, y)
         return lax_fn(x, y)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = _factory_doc(name, 2, inexact)
     return fn
 
@@ -262,37 +264,36 @@ def _no_bool(name):
     return wrapped
 
 
-def _ufunc_call(fn):
-    """``fn`` with the ``out=`` and ``where=`` keywords of JAX's ufunc objects, which JAX
-    accepts only as None (NotImplementedError otherwise, as JAX raises). The operators
-    (``x + y``) call ``fn`` itself, kept as ``.call_positional``, so they pay nothing for the
-    keywords."""
-    name = fn.__name__
-    if fn.__code__.co_argcount == 2:
-        def ufunc(x, y, /, *, out=None, where=None):
-            if out is not None or where is not None:
-                reject_out(out, f"<jnp.ufunc {name!r}>", where=where)
-            return fn(x, y)
-    else:
-        def ufunc(x, /, *, out=None, where=None):
-            if out is not None or where is not None:
-                reject_out(out, f"<jnp.ufunc {name!r}>", where=where)
-            return fn(x)
-    ufunc.__name__ = ufunc.__qualname__ = name
-    ufunc.__doc__ = fn.__doc__
-    ufunc.call_positional = fn
-    return ufunc
+def _ufunc_object(fn, identity=None, **methods) -> ufunc:
+    """``fn`` as one of JAX's ufunc objects (``jnp.add`` ...): its call takes JAX's ``out=``
+    and ``where=`` keywords (None only), and ``methods`` are its fast ``reduce``/
+    ``accumulate``/``at`` (:mod:`plax.numpy.ufunc_fast_methods`). The operators (``x + y``)
+    call ``fn`` itself, kept as ``.call_positional``, so they pay nothing for the object."""
+    return ufunc(fn, fn.__code__.co_argcount, 1, name=fn.__name__, identity=identity, call=fn,
+                 **methods)
+
+
+def _as_ufunc(identity=None, **methods):
+    """Decorator form of :func:`_ufunc_object`."""
+    return lambda fn: _ufunc_object(fn, identity, **methods)
 
 
 # ------------------------------------------------------------------ arithmetic
 
-add = _ufunc_call(_binary("add", lax.add, bool_fn=lax.bitwise_or))
-subtract = _ufunc_call(_binary("subtract", lax.sub, bool_fn=_no_bool("subtract")))
-multiply = _ufunc_call(_binary("multiply", lax.mul, bool_fn=lax.bitwise_and))
+add = _ufunc_object(_binary("add", lax.add, bool_fn=lax.bitwise_or), identity=0,
+                    reduce=_reductions.sum, accumulate=_fast.cumulative("cumsum"),
+                    at=_fast.scatter_at("add"))
+subtract = _ufunc_object(_binary("subtract", lax.sub, bool_fn=_no_bool("subtract")),
+                         at=_fast.scatter_at("subtract"))
+multiply = _ufunc_object(_binary("multiply", lax.mul, bool_fn=lax.bitwise_and), identity=1,
+                         reduce=_reductions.prod, accumulate=_fast.cumulative("cumprod"),
+                         at=_fast.scatter_at("multiply"))
 true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
-maximum = _ufunc_call(_binary("maximum", lax.max))
-minimum = _ufunc_call(_binary("minimum", lax.min))
+maximum = _ufunc_object(_binary("maximum", lax.max), reduce=_fast.extremum_reduce("max"),
+                        accumulate=_fast.cumulative("cummax"), at=_fast.scatter_at("max"))
+minimum = _ufunc_object(_binary("minimum", lax.min), reduce=_fast.extremum_reduce("min"),
+                        accumulate=_fast.cumulative("cummin"), at=_fast.scatter_at("min"))
 def _atan2(y, x):
     if not dtypes.is_complex(_dt(y)):
         return lax.atan2(y, x)
@@ -322,12 +323,15 @@ less = _binary("less", _ordered(lax.lt))
 less_equal = _binary("less_equal", _ordered(lax.le))
 greater = _binary("greater", _ordered(lax.gt))
 greater_equal = _binary("greater_equal", _ordered(lax.ge))
-bitwise_and = _ufunc_call(_binary("bitwise_and", lax.bitwise_and))
-bitwise_or = _ufunc_call(_binary("bitwise_or", lax.bitwise_or))
-bitwise_xor = _ufunc_call(_binary("bitwise_xor", lax.bitwise_xor))
+bitwise_and = _ufunc_object(_binary("bitwise_and", lax.bitwise_and), identity=-1,
+                            reduce=_fast.bitwise_reduce("bitwise_and", lax.reduce_and, -1))
+bitwise_or = _ufunc_object(_binary("bitwise_or", lax.bitwise_or), identity=0,
+                           reduce=_fast.bitwise_reduce("bitwise_or", lax.reduce_or, 0))
+bitwise_xor = _ufunc_object(_binary("bitwise_xor", lax.bitwise_xor), identity=0,
+                            reduce=_fast.bitwise_reduce("bitwise_xor", lax.reduce_xor, 0))
 
 
-@_ufunc_call
+@_as_ufunc()
 def negative(x, /):
     """Elementwise ``-x``."""
     check_arraylike("negative", x)
@@ -666,7 +670,7 @@ def reciprocal(x, /):
     return lax.integer_pow(x, -1)
 
 
-@_ufunc_call
+@_as_ufunc(identity=-np.inf, reduce=_fast.logaddexp_reduce(base2=False))
 def logaddexp(x, y, /):
     """``log(exp(x) + exp(y))`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp", x, y)
@@ -720,7 +724,7 @@ _logaddexp_real = _make_logaddexp("logaddexp", lax.exp, math.e)
 _logaddexp2_real = _make_logaddexp("logaddexp2", lax.exp2, 2.0)
 
 
-@_ufunc_call
+@_as_ufunc(identity=-np.inf, reduce=_fast.logaddexp_reduce(base2=True))
 def logaddexp2(x, y, /):
     """``log2(2**x + 2**y)`` computed without overflow."""
     x, y = promote_args_inexact("logaddexp2", x, y)
@@ -885,21 +889,24 @@ def _as_bool(x):
     return lax.ne(x, _const(x, 0))
 
 
-@_ufunc_call
+@_as_ufunc(identity=True,
+           reduce=_fast.bitwise_reduce("logical_and", lax.reduce_and, True, logical=True))
 def logical_and(x, y, /):
     """Elementwise truth-value AND."""
     x, y = promote_args("logical_and", x, y)
     return lax.bitwise_and(_as_bool(x), _as_bool(y))
 
 
-@_ufunc_call
+@_as_ufunc(identity=False,
+           reduce=_fast.bitwise_reduce("logical_or", lax.reduce_or, False, logical=True))
 def logical_or(x, y, /):
     """Elementwise truth-value OR."""
     x, y = promote_args("logical_or", x, y)
     return lax.bitwise_or(_as_bool(x), _as_bool(y))
 
 
-@_ufunc_call
+@_as_ufunc(identity=False,
+           reduce=_fast.bitwise_reduce("logical_xor", lax.reduce_xor, False, logical=True))
 def logical_xor(x, y, /):
     """Elementwise truth-value XOR."""
     x, y = promote_args("logical_xor", x, y)
