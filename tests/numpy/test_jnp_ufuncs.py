@@ -514,3 +514,13 @@ def test_ufunc_table_dtype_sweep_is_consistent_with_jax_rejections():
 def test_math_constants_match_numpy():
     assert jnp.pi == math.pi and jnp.e == math.e and jnp.inf == math.inf
     assert np.isnan(jnp.nan) and jnp.euler_gamma == np.euler_gamma and jnp.newaxis is None
+
+
+def test_cached_python_scalar_operands_keep_the_sign_of_zero():
+    # 0.0 == -0.0 (and they hash alike): the eager cache of converted scalars keeps them apart
+    x_host = np.array([-0.0, 0.0, 1.5], np.float32)
+    x = jnp.asarray(x_host)
+    for order in ((0.0, -0.0, 0.0), (-0.0, 0.0, -0.0)):
+        for s in order:
+            np.testing.assert_array_equal(np.signbit(np.asarray(x + s)), np.signbit(x_host + s))
+            np.testing.assert_array_equal(np.signbit(np.asarray(s * x)), np.signbit(s * x_host))

@@ -98,8 +98,10 @@ def _scalar_like(array: Array, value, inexact: bool):
     if dt != aval.dtype or weak != aval.weak_type or (inexact and dt.kind not in "fc"):
         return None
     device = array._device
-    cacheable = value == value and (type(value) is int or value != 0.0)  # not nan, not +-0.0
+    cacheable = value == value  # NaN equals no key
     key = (type(value), value, dt, weak, id(device))
+    if type(value) is float and value == 0.0 and math.copysign(1.0, value) < 0:
+        key = (float, "-0.0", dt, weak, id(device))  # -0.0 == 0.0: keep the signs apart
     if cacheable:
         hit = _scalar_cache.get(key)
         if hit is not None and hit._device is device:
