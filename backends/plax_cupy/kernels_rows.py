@@ -1495,7 +1495,7 @@ def _launch(source: str, name: str, jobs: int, *args) -> None:
     module per source, so a source's kernels share it) and counted as one launch."""
     from plax_cupy import kernel_modules, runtime
     device = cupy.cuda.Device().id
-    module = kernel_modules.module(_module_text(codegen.PREAMBLE, source),
+    module = kernel_modules.module(kernel_modules.module_text(codegen.PREAMBLE, source),
                                    _kernel_names(source), device_id=device)
     module.get_function(name)((_grid(jobs, device),), (THREADS,), tuple(args))
     runtime.note_launch()
@@ -1569,13 +1569,6 @@ def _check_shared(source: str, ctype: str) -> None:
             raise ValueError(f"{kernel_name} declares {size} bytes of shared memory on {ctype}, "
                              f"more than a block's {SHARED_LIMIT}: lower the settings "
                              f"({settings})")
-
-
-@functools.lru_cache(maxsize=None)
-def _module_text(preamble: str, source: str) -> str:
-    """``preamble + source``, joined once: the same object for the same (cached) source, so
-    the module lookup's key hashes and compares without reading ~50 KB again."""
-    return preamble + source
 
 
 @functools.lru_cache(maxsize=None)

@@ -46,9 +46,9 @@ def launch_raw(source: str, name: str, n: int, *args) -> None:
     Example:
       >>> launch_raw(src, "plax_lu_permutation", batch, pivots, perm, np.int64(batch), ...)
     """
-    from plax_cupy import codegen, kernel_modules, kernels_rows, runtime
+    from plax_cupy import codegen, kernel_modules, runtime
     # (joined once per source object: a cached source costs no string work per launch)
-    module = kernel_modules.module(kernels_rows._module_text(codegen.PREAMBLE, source), (name,))
+    module = kernel_modules.module(kernel_modules.module_text(codegen.PREAMBLE, source), (name,))
     grid, block = codegen.elementwise_launch(max(int(n), 1))
     module.get_function(name)((grid,), (block,), tuple(args))
     runtime.note_launch()  # (plax_cupy.counters: CuPy does not count RawModule launches)
