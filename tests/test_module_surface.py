@@ -69,3 +69,18 @@ def test_error_hints_name_only_lax_functions_that_exist(exc_type):
 def test_error_hints_follow_what_lax_has(monkeypatch):
     monkeypatch.setattr(plax.lax, "while_loop", lambda *a: None, raising=False)
     assert "lax.while_loop" in str(errors.ConcretizationTypeError("tracer"))
+
+
+def test_errors_hold_jaxs_index_and_jaxpr_errors():
+    from plax.core import JaxprTypeError
+    from plax.numpy import NonConcreteBooleanIndexError
+    assert errors.JaxprTypeError is JaxprTypeError and issubclass(JaxprTypeError, TypeError)
+    assert errors.NonConcreteBooleanIndexError is NonConcreteBooleanIndexError
+    assert issubclass(NonConcreteBooleanIndexError, errors.JAXIndexError)
+    assert issubclass(errors.JAXIndexError, IndexError)
+    with pytest.raises(errors.JAXIndexError, match="boolean indices must be concrete"):
+        plax.jit(lambda x: x[x > 0])(jnp.arange(3.0))
+
+
+def test_flatten_util_loads_on_first_use():
+    assert callable(plax.flatten_util.ravel_pytree)

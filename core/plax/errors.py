@@ -41,6 +41,33 @@ def jax_array_operand(x) -> ValueError | None:
                       "using jax.numpy.array(), or register your object as a pytree.")
 
 
+class JAXIndexError(IndexError):
+    """Base class of plax's tracer-related index errors."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError, TypeError):
+    """A boolean mask index was traced: its result shape would depend on values.
+
+    (Also a TypeError, as plax's was before it had JAX's JAXIndexError base.)
+
+    Example:
+      >>> try:
+      ...     jax.jit(lambda x: x[x > 0])(jnp.arange(3.0))
+      ... except jax.errors.NonConcreteBooleanIndexError as err:
+      ...     print(type(err).__name__, isinstance(err, IndexError))
+      NonConcreteBooleanIndexError True
+    """
+
+    def __init__(self, aval):
+        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\nThe "
+                         "shape of x[mask] depends on the mask's values, which are unknown under "
+                         "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is not well typed (``plax.core.check_jaxpr``)."""
+
+
 class JAXTypeError(TypeError):
     """Base class of plax's tracer-related type errors."""
 

@@ -7,10 +7,9 @@ import numpy as np
 
 from plax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, Literal, sub_jaxprs
 from plax.core.pretty_print import _Namer, _pp_literal, pp_eqn
+from plax.errors import JaxprTypeError
 
 
-class JaxprTypeError(TypeError):
-    """A jaxpr is not well typed."""
 
 
 def _avals_text(avals) -> str:

@@ -35,13 +35,7 @@ from plax.sharding_types import explicit_type, is_untyped, with_out_sharding
 from plax.state.indexing import has_slice, read_with_slices, update_with_slices
 
 
-class NonConcreteBooleanIndexError(IndexError, TypeError):
-    """A boolean mask index was traced: its result shape would depend on values."""
-
-    def __init__(self, aval):
-        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\nThe "
-                         "shape of x[mask] depends on the mask's values, which are unknown under "
-                         "jit/vmap. Use jnp.where(mask, x, fill) or jnp.nonzero(mask, size=N).")
+NonConcreteBooleanIndexError = errors.NonConcreteBooleanIndexError
 
 
 # entries that index no axis of the operand: a new axis, and the separator an empty Ellipsis
