@@ -228,3 +228,51 @@ def test_truncation_warning_as_jax():
         pytest.skip("JAX runs with x64 on here: it truncates nothing")
     with plax.config.override("jax_enable_x64", False):
         assert _truncation_warnings(plax) == _truncation_warnings(jax)
+
+
+# ---------------------------------------------------------------- extended dtypes, bit sizes
+
+def test_typed_key_dtypes_are_prng_key_subtypes():
+    import plax
+    import plax.numpy as jnp
+    from plax import dtypes as D
+    key = plax.random.key(0).dtype
+    assert jnp.issubdtype(key, D.prng_key) and jnp.issubdtype(key, D.extended)
+    assert jnp.issubdtype(key, np.generic) and jnp.issubdtype(key, key)
+    assert not jnp.issubdtype(key, np.number) and not jnp.issubdtype(key, jnp.float32)
+    assert not jnp.issubdtype(key, "float32") and not jnp.issubdtype(jnp.float32, key)
+    assert not jnp.issubdtype(plax.random.PRNGKey(0).dtype, D.prng_key)  # raw uint32 keys
+    assert not jnp.issubdtype(jnp.float32, D.extended)
+    assert jnp.issubdtype(D.prng_key, D.extended) and jnp.issubdtype(D.extended, np.generic)
+    assert jnp.issubdtype(jnp.bfloat16, jnp.floating)
+
+
+@pytest.mark.parametrize("name,bits", [("int4", 4), ("uint4", 4), ("int2", 2), ("float4_e2m1fn", 4),
+                                       ("float8_e4m3fn", 8), ("bool", 8), ("int8", 8),
+                                       ("bfloat16", 16), ("float32", 32), ("complex128", 128)])
+def test_itemsize_bits(name, bits):
+    from plax import dtypes as D
+    if name not in ("bool", "int8", "float32", "complex128", "bfloat16"):
+        pytest.importorskip("ml_dtypes")
+        import ml_dtypes
+        if not hasattr(ml_dtypes, name):
+            pytest.skip(f"this ml_dtypes has no {name}")
+    assert D.itemsize_bits(name) == bits
+
+
+def test_scalar_type_of_and_errors():
+    import plax
+    import plax.numpy as jnp
+    from plax import dtypes as D
+    cases = [(True, bool), (np.uint8(1), int), (1j, complex), (1.5, float), (3, int),
+             (jnp.ones(2, jnp.bfloat16), float), (jnp.ones(2, jnp.int8), int),
+             (jnp.zeros(2, jnp.complex64), complex), (np.zeros(2, bool), bool)]
+    for value, expected in cases:
+        assert D.scalar_type_of(value) is expected, value
+    key = plax.random.key(0)
+    with pytest.raises(TypeError, match="extended dtype"):
+        D.scalar_type_of(key)
+    with pytest.raises(ValueError, match="numeric dtype"):
+        D.itemsize_bits(key.dtype)
+    with pytest.raises(ValueError, match="numeric dtype"):
+        D.itemsize_bits(None)

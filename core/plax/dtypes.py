@@ -191,8 +191,112 @@ def check_user_dtype(dtype: Any, fun_name: str | None) -> np.dtype:
 
 # ---------------------------------------------------------------- categories
 
+class extended(np.generic):
+    """The abstract scalar type of extended dtypes, which NumPy does not have (typed PRNG key
+    dtypes): ``jnp.issubdtype(x.dtype, plax.dtypes.extended)``.
+
+    Example:
+      >>> jnp.issubdtype(jax.random.key(0).dtype, jax.dtypes.extended)
+      True
+    """
+
+
+class prng_key(extended):
+    """The abstract scalar type of typed PRNG key dtypes: ``jnp.issubdtype(x.dtype,
+    plax.dtypes.prng_key)`` tells a typed key array from a raw ``uint32`` one.
+
+    Example:
+      >>> jnp.issubdtype(jax.random.key(0).dtype, jax.dtypes.prng_key)
+      True
+      >>> jnp.issubdtype(jax.random.PRNGKey(0).dtype, jax.dtypes.prng_key)
+      False
+    """
+
+
+def _extended_class(x: Any) -> type | None:
+    """The abstract scalar type of ``x`` when it is an extended dtype or one of the abstract
+    extended types (its ``type``), else None."""
+    if isinstance(x, type):
+        return x if issubclass(x, extended) else None
+    if isinstance(x, (np.dtype, str)):
+        return None
+    t = getattr(x, "type", None)
+    return t if isinstance(t, type) and issubclass(t, extended) else None
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The number of bits one element of ``dtype`` takes (4 for ``int4``, 8 for ``bool``).
+
+    Args:
+      dtype: a NumPy dtype, scalar type or name (``ml_dtypes``' formats included).
+
+    Returns:
+      The element size in bits.
+
+    Raises:
+      ValueError: ``dtype`` is None or an extended dtype (a typed key).
+
+    Example:
+      >>> jax.dtypes.itemsize_bits(jnp.bfloat16), jax.dtypes.itemsize_bits("int4")
+      (16, 4)
+    """
+    if dtype is None or _extended_class(dtype) is not None:
+        raise ValueError(f"itemsize_bits needs a numeric dtype, got {dtype!r}")
+    dt = to_numpy_dtype(dtype)
+    # ml_dtypes' sub-byte formats (int4, float4_e2m1fn, ...) store a byte per element but
+    # are narrower: their finfo/iinfo give the width
+    name = dt.name
+    if dt.itemsize == 1 and name not in ("bool", "int8", "uint8"):
+        info = ml_dtypes.iinfo(dt) if dt.kind in "iu" or "int" in name else ml_dtypes.finfo(dt)
+        return int(info.bits)
+    return dt.itemsize * 8
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (``bool``, ``int``, ``float`` or ``complex``) matching the dtype
+    of ``x``.
+
+    Args:
+      x: an array, a NumPy or Python scalar.
+
+    Returns:
+      One of ``bool``, ``int``, ``float``, ``complex``.
+
+    Raises:
+      TypeError: ``x`` has no numeric dtype (a typed key array, a string).
+
+    Example:
+      >>> jax.dtypes.scalar_type_of(jnp.ones(2, jnp.bfloat16)), jax.dtypes.scalar_type_of(3)
+      (<class 'float'>, <class 'int'>)
+    """
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = dtype(x)
+    if _extended_class(dt) is not None:
+        raise TypeError(f"scalar_type_of: {x!r} has the extended dtype {dt}, which has no Python "
+                        "scalar type")
+    dt = to_numpy_dtype(dt)
+    if dt == np.bool_:
+        return bool
+    if dt.kind in "iu":
+        return int
+    if is_float(dt):
+        return float
+    if dt.kind == "c":
+        return complex
+    raise TypeError(f"scalar_type_of: invalid scalar value {x!r} (dtype {dt})")
+
+
 def issubdtype(a: Any, b: Any) -> bool:
-    """Like ``np.issubdtype``, but knows that bfloat16 is a floating type and float0 is not."""
+    """Like ``np.issubdtype``, but knows that bfloat16 is a floating type and float0 is not,
+    and knows the extended dtypes (typed keys: subtypes of :class:`prng_key`)."""
+    a_ext, b_ext = _extended_class(a), _extended_class(b)
+    if a_ext is not None or b_ext is not None:
+        if a_ext is None:
+            return False
+        if isinstance(b, type):
+            return issubclass(a_ext, b)
+        return not isinstance(a, type) and a == b
     a_dt = to_numpy_dtype(a) if not (isinstance(a, type) and a in _abstract) else a
     if isinstance(a_dt, np.dtype) and a_dt in _extended_floats:
         if isinstance(b, type) and b in _abstract:

@@ -96,6 +96,8 @@ class KeyDType:
     """The dtype of typed key arrays, printed ``key<fry>`` as in JAX."""
 
     __slots__ = ("impl",)
+    #: the abstract scalar type ``jnp.issubdtype`` reads: a typed key is a ``prng_key``
+    type = dtypes.prng_key
 
     def __init__(self, impl: PRNGImpl):
         self.impl = impl
