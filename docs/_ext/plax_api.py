@@ -28,7 +28,7 @@ STATS_DISTRIBUTIONS = (
 MODULES = (
     "plax", "plax.numpy", "plax.numpy.linalg", "plax.numpy.fft", "plax.lax", "plax.lax.linalg",
     "plax.random", "plax.nn", "plax.nn.initializers", "plax.tree_util", "plax.tree",
-    "plax.flatten_util",
+    "plax.flatten_util", "plax.profiler",
     "plax.debug", "plax.sharding",
     "plax.scipy.linalg", "plax.scipy.special", "plax.scipy.stats",
     *(f"plax.scipy.stats.{d}" for d in STATS_DISTRIBUTIONS),

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from plax import dtypes, tree_util
+from plax import dtypes, trace_events, tree_util
 from plax.array import ARRAYLIKE_TYPES, _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
@@ -45,6 +45,15 @@ from plax.transforms.staging import abstractify, convert_tracer_consts, trace_to
 _tree_flatten = tree_util.tree_flatten
 _tree_unflatten = tree_util.tree_unflatten
 _flags = config._values
+#: the running plax.profiler session (or None), read before timing anything
+_profile = trace_events.session
+
+
+def _execute(name: str, entry, bufs: list):
+    """Runs a compiled program (a cache entry) on ``bufs``; timed when a trace runs."""
+    if _profile[0] is None:
+        return entry.executable(*entry.const_bufs, *bufs)
+    return _profile[0].run(name, entry, bufs)
 # Flags that change what tracing produces (dtypes, PRNG layout, promotion checks, the
 # default matmul precision recorded in dot_general) are part of every cache key.
 _trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
@@ -557,7 +566,10 @@ class JitFunction:
         if not committed and entry.ref_consts:  # a committed ref closed over commits the
             # results, as _call_general decides on the first call
             committed = _closed_ref_device(entry.ref_consts, device, False) is not None
-        outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
+        if _profile[0] is None:
+            outs = entry.executable(*entry.const_bufs, *[x._buf for x in leaves])
+        else:
+            outs = _profile[0].run(self._name, entry, [x._buf for x in leaves])
         if entry.single_output:
             return Array._new(outs[0], entry.out_avals[0], device, committed)
         new = Array._new
@@ -588,7 +600,7 @@ class JitFunction:
             # results, as _call_general decides on the first call
             committed = _closed_ref_device(entry.ref_consts, device, False) is not None
         bufs, lent = _lend_buffers(leaves, device, avals)
-        outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
+        outs = _unlent_outputs(_execute(self._name, entry, bufs), lent)
         new = Array._new
         if entry.single_output:
             return new(outs[0], entry.out_avals[0], device, committed)
@@ -617,7 +629,7 @@ class JitFunction:
         _, entry, parts = found
         device = entry.device
         host_buffer = calls.host_buffer
-        outs = entry.executable(*entry.const_bufs, *[host_buffer(x, device) for x in leaves])
+        outs = _execute(self._name, entry, [host_buffer(x, device) for x in leaves])
         return _tree_unflatten(entry.out_tree, calls.replayed(parts, outs))
 
     def _record_mesh_call(self, args, raw, mesh, entry, outs, results, flags) -> None:
@@ -785,7 +797,7 @@ class JitFunction:
                     parts = with_short_specs(parts, entry.closed.jaxpr, host_inputs)
                 return _tree_unflatten(entry.out_tree, parts)
         bufs, lent = _lend_buffers(leaves, device, avals)
-        outs = _unlent_outputs(entry.executable(*entry.const_bufs, *bufs), lent)
+        outs = _unlent_outputs(_execute(self._name, entry, bufs), lent)
         if entry.float0_outputs:
             return _tree_unflatten(entry.out_tree,
                                    _wrap_outputs(outs, entry.out_avals, device, committed))
@@ -973,6 +985,9 @@ class JitFunction:
         if _flags["log_compiles"]:
             from plax.transforms.jit_logging import log_trace
             log_trace(self._name, time.perf_counter() - start)
+        if _profile[0] is not None:
+            _profile[0].add(f"trace {self._name}", "trace", int(start * 1e9),
+                            time.perf_counter_ns())
         result = (closed, out_box[0], captured)
         if not captured:
             self._jaxpr_cache[key] = result
@@ -1016,6 +1031,9 @@ class JitFunction:
         if _flags["log_compiles"]:
             from plax.transforms.jit_logging import log_compile
             log_compile(self._name, avals, backend.name, time.perf_counter() - start)
+        if _profile[0] is not None:
+            _profile[0].add(f"compile jit({self._name})", "compile", int(start * 1e9),
+                            time.perf_counter_ns(), {"backend": backend.name, "device": device})
         entry = _CacheEntry(compiled.executable, compiled.const_bufs, out_tree,
                             compiled.out_avals, closed, device, backend, pinned)
         if not self._keep_unused:
