@@ -316,3 +316,17 @@ def test_as_jax():
         ours, theirs = call(jnp), np.asarray(call(jax.numpy))
         assert np.asarray(ours).dtype == theirs.dtype, i
         _close(ours, theirs)
+
+
+def test_builtin_ufuncs_pickle_and_copy_as_themselves():
+    import copy
+    import operator
+    import pickle
+    for name in BINARY + ("negative",):
+        uf = getattr(jnp, name)
+        assert pickle.loads(pickle.dumps(uf)) is uf and copy.deepcopy(uf) is uf, name
+    made = jnp.frompyfunc(operator.add, 2, 1)  # a picklable function: pickled by value
+    made.accumulate(INTS)  # (its compiled loop is not pickled)
+    back = pickle.loads(pickle.dumps(made))
+    assert back == made and back is not made
+    _close(back.reduce(INTS, axis=1), INTS.sum(1))

@@ -85,6 +85,16 @@ class ufunc:
     def __repr__(self) -> str:
         return f"<jnp.ufunc '{self.__name__}'>"
 
+    def __reduce__(self):
+        # jnp.add & co. pickle (and copy) by name, as the functions they were did
+        import plax.numpy
+        if getattr(plax.numpy, self.__name__, None) is self:
+            return (_builtin_ufunc, (self.__name__,))
+        return super().__reduce__()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_jitted": {}}  # compiled loops are rebuilt on first use
+
     def __call__(self, *args, out=None, where=None):
         if out is not None or where is not None:
             reject_out(out, repr(self), where=where)
@@ -480,6 +490,12 @@ def frompyfunc(func: Callable, /, nin: int, nout: int, *, identity: Any = None) 
       Array(13., dtype=float32)
     """
     return ufunc(func, nin, nout, identity=identity)
+
+
+def _builtin_ufunc(name: str) -> ufunc:
+    """``jnp.<name>`` (what a pickled built-in ufunc loads as)."""
+    import plax.numpy
+    return getattr(plax.numpy, name)
 
 
 def _as_dtype(dtype) -> np.dtype | None:
