@@ -9,6 +9,7 @@ the NumPy reference backend (on the CPU), or ``PLAX_PLATFORMS=cpu`` to stay on t
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -18,8 +19,11 @@ from plax import numpy as jnp
 from plax import random
 
 
-def timeit(fn, repeat: int = 7, number: int | None = None) -> float:
-    """Best time per call in seconds (like IPython's %timeit)."""
+def timeit(fn, repeat: int | None = None, number: int | None = None) -> float:
+    """Best time per call in seconds (like IPython's %timeit); ``repeat`` rounds (default:
+    ``PLAX_EXAMPLES_TIMING_ROUNDS``, else 7; the tests set 1)."""
+    if repeat is None:
+        repeat = int(os.environ.get("PLAX_EXAMPLES_TIMING_ROUNDS", "7"))
     fn()  # warm up (and compile)
     if number is None:
         number, t = 1, 0.0
