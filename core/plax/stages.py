@@ -74,4 +74,35 @@ class ArgInfo:
                                 weak_type=getattr(self._aval, "weak_type", False))
 
 
-__all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
+@dataclasses.dataclass(frozen=True)
+class CompiledMemoryStats:
+    """What ``Compiled.memory_analysis()`` reports, with JAX's field names, in bytes.
+
+    Arguments and outputs are exact; ``temp_size_in_bytes`` is the most bytes of intermediate
+    values alive at once, each taken to live from its equation to its last use (an upper
+    bound: backends fuse equations and reuse buffers); ``alias_size_in_bytes`` the donated
+    inputs that can hold an output of their type; ``peak_memory_in_bytes`` arguments,
+    temporaries and outputs alive at once, less the aliased bytes. The ``host_*`` fields are
+    0 (plax keeps no separate host memory space for a program).
+
+    Example:
+      >>> CompiledMemoryStats(argument_size_in_bytes=16).output_size_in_bytes
+      0
+    """
+
+    argument_size_in_bytes: int = 0
+    output_size_in_bytes: int = 0
+    alias_size_in_bytes: int = 0
+    temp_size_in_bytes: int = 0
+    generated_code_size_in_bytes: int = 0
+    peak_memory_in_bytes: int = 0
+    host_argument_size_in_bytes: int = 0
+    host_output_size_in_bytes: int = 0
+    host_alias_size_in_bytes: int = 0
+    host_temp_size_in_bytes: int = 0
+    host_generated_code_size_in_bytes: int = 0
+    serialized_buffer_assignment_proto: bytes = b""
+
+
+__all__ = ["ArgInfo", "Compiled", "CompiledMemoryStats", "CompilerOptions", "Lowered", "Traced",
+           "Wrapped"]

@@ -1260,9 +1260,51 @@ class Lowered:
         return _tree_unflatten(self.in_tree, [ArgInfo(a, d) for a, d in
                                               zip(self.jaxpr.in_avals, donated)])
 
+    @property
+    def in_avals(self):
+        """The dynamic arguments' abstract values, as the pytree ``(args, kwargs)``."""
+        return _tree_unflatten(self.in_tree, list(self.jaxpr.in_avals))
+
+    @property
+    def out_avals(self):
+        """The outputs' abstract values, in the outputs' pytree."""
+        return _tree_unflatten(self.out_tree, list(self.jaxpr.out_avals))
+
+    @property
+    def fun_name(self) -> str:
+        """The traced function's name."""
+        return fun_name(self._jitted.fun)
+
+    @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The positions, among the flattened dynamic arguments, of the donated leaves (as
+        JAX's ``Lowered.donate_argnums``)."""
+        donated = _donated_leaves(self._jitted, self._nargs, self._static, self.in_tree)
+        return tuple(i for i, d in enumerate(donated) if d)
+
     def as_text(self, dialect: str | None = None) -> str:
         """The jaxpr as text (plax's one IR)."""
         return str(self.jaxpr)
+
+    def compiler_ir(self, dialect: str | None = None) -> ClosedJaxpr:
+        """The program in the compiler's IR: plax's is the jaxpr (a :class:`ClosedJaxpr`).
+
+        Args:
+          dialect: None or ``"jaxpr"``.
+
+        Raises:
+          ValueError: another dialect (``"stablehlo"``, ``"hlo"``: plax has no XLA).
+
+        Example:
+          >>> jax.jit(jnp.sin).lower(1.0).compiler_ir().eqns[0].primitive.name
+          'sin'
+        """
+        if dialect in (None, "jaxpr"):
+            return self.jaxpr
+        if dialect in ("stablehlo", "hlo", "mhlo"):
+            raise ValueError(f"plax has no {dialect} IR (it does not use XLA): its one IR is "
+                             "the jaxpr, compiler_ir() or compiler_ir('jaxpr')")
+        raise ValueError(f"unknown dialect: {dialect}")
 
     def compile(self) -> "Compiled":
         """A callable for exactly this signature."""
@@ -1332,6 +1374,87 @@ class Compiled:
         """Its outputs as ShapeDtypeStructs (:attr:`Lowered.out_info`)."""
         return self._lowered.out_info
 
+    in_tree = property(lambda self: self._lowered.in_tree,
+                       doc="The treedef of the dynamic arguments ``(args, kwargs)``.")
+    out_tree = property(lambda self: self._lowered.out_tree, doc="The outputs' treedef.")
+    in_avals = property(lambda self: self._lowered.in_avals,
+                        doc="The dynamic arguments' abstract values (:attr:`Lowered.in_avals`).")
+    donate_argnums = property(lambda self: self._lowered.donate_argnums,
+                              doc="The donated leaves (:attr:`Lowered.donate_argnums`).")
+
+    @property
+    def input_shardings(self):
+        """The sharding of each dynamic argument, as the pytree ``(args, kwargs)``: its
+        ``in_shardings`` entry where the jit has one, else its type's sharding on a mesh of
+        Explicit axes, else a SingleDeviceSharding on the device the program runs on.
+
+        Example:
+          >>> args, kwargs = jax.jit(jnp.sin).lower(jnp.ones(2)).compile().input_shardings
+          >>> args[0].device_set, kwargs
+          ({CpuDevice(id=0)}, {})
+        """
+        from plax.transforms.jit_shardings import UNSPECIFIED, _type_sharding
+        lowered = self._lowered
+        avals = list(lowered.jaxpr.in_avals)
+        entries = [UNSPECIFIED] * len(avals)
+        shardings = lowered._jitted._shardings
+        if shardings is not None and shardings.in_shardings is not None:
+            args, kwargs = _tree_unflatten(lowered.in_tree, avals)
+            entries = list(shardings.in_params(args, len(tree_util.tree_leaves(kwargs))))
+        return _tree_unflatten(lowered.in_tree,
+                               [self._sharding_of(a, e, UNSPECIFIED, _type_sharding)
+                                for a, e in zip(avals, entries)])
+
+    @property
+    def output_shardings(self):
+        """The sharding of each output, in the outputs' pytree (as :attr:`input_shardings`
+        decides: ``out_shardings``, the type's, else the program's device).
+
+        Example:
+          >>> jax.jit(jnp.sin).lower(jnp.ones(2)).compile().output_shardings.device_set
+          {CpuDevice(id=0)}
+        """
+        leaves, tree = _tree_flatten(self._lowered.out_info)
+        return _tree_unflatten(tree, [s.sharding if s.sharding is not None else
+                                      self._sharding_of(s, None, None, lambda a: None)
+                                      for s in leaves])
+
+    def _sharding_of(self, aval, entry, unspecified, type_sharding):
+        from plax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding, get_mesh
+        if entry is not unspecified and entry is not None:
+            if isinstance(entry, PartitionSpec):
+                return NamedSharding(get_mesh(), entry)
+            return entry
+        typed = type_sharding(aval)
+        return typed if typed is not None else SingleDeviceSharding(self._target()[1])
+
+    def memory_analysis(self):
+        """The bytes the program takes: arguments, outputs, donated-and-aliased inputs,
+        temporaries (from the jaxpr's value lifetimes: an upper bound), generated code.
+
+        Returns:
+          A :class:`plax.stages.CompiledMemoryStats`.
+
+        Example:
+          >>> c = jax.jit(lambda x: x * 2).lower(jnp.ones(4)).compile()
+          >>> c.memory_analysis().output_size_in_bytes
+          16
+        """
+        from plax.transforms.memory_analysis import analyse
+        lowered = self._lowered
+        donated = _donated_leaves(lowered._jitted, lowered._nargs, lowered._static,
+                                  lowered.in_tree)
+        return analyse(lowered.jaxpr, donated, len(self.as_text().encode()))
+
+    def runtime_executable(self):
+        """The backend's executable object (what the backend's ``compile`` returned)."""
+        return self._compiled_executable()
+
+    @staticmethod
+    def call(compiled: "Compiled", *args, **kwargs):
+        """``compiled(*args, **kwargs)`` (JAX's ``Compiled.call``)."""
+        return compiled(*args, **kwargs)
+
     def __call__(self, *args, **kwargs):
         """Runs the program on the dynamic arguments only: as in JAX, the static arguments
         were fixed when it was traced and are not passed again."""
@@ -1395,14 +1518,18 @@ class Compiled:
         after a backend's optimisations)."""
         return self._lowered.cost_analysis()
 
+    def _target(self):
+        """``(backend, device)`` the program runs on: the jit's, else the default."""
+        jitted = self._lowered._jitted
+        pinned = pinned_device(self._lowered.jaxpr)
+        explicit = pinned if pinned is not None else jitted._device
+        return call_target(explicit, jitted._backend_name,
+                           explicit if explicit is not None else _default_device())
+
     def _compiled_executable(self):
         """The backend executable for the jit's device and backend (compiled once)."""
         if self._executable is None:
-            jitted = self._lowered._jitted
-            pinned = pinned_device(self._lowered.jaxpr)
-            explicit = pinned if pinned is not None else jitted._device
-            backend, device = call_target(explicit, jitted._backend_name,
-                                          explicit if explicit is not None else _default_device())
+            backend, device = self._target()
             self._executable = compile_closed(self._lowered.jaxpr, backend, device).executable
         return self._executable
 
