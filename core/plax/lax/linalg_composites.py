@@ -31,15 +31,27 @@ def _lax():
 # ------------------------------------------------------------------ tridiagonal_solve
 
 
-def _thomas_factor(dl, d, du):
+def _thomas_factor(dl, d, du, perturb: bool):
     """The eliminations of the Thomas algorithm on the first (row) axis: the pivots
     ``den[i] = d[i] - dl[i] * c[i-1]`` and the scaled superdiagonal ``c[i] = du[i] / den[i]``
-    (arrays of shape ``(m, ...)``)."""
+    (arrays of shape ``(m, ...)``). With ``perturb``, a pivot smaller than ``eps`` times the
+    largest entry of the matrix is moved to that size (keeping its phase), so singular
+    systems give finite results."""
     jnp = _jnp()
+    if perturb:
+        eps = jnp.finfo(d.dtype).eps
+        tiny = eps * jnp.max(jnp.maximum(jnp.maximum(jnp.abs(dl), jnp.abs(d)), jnp.abs(du)),
+                             axis=0)
+        tiny = jnp.where(tiny == 0, jnp.ones_like(tiny), tiny)
 
     def step(c_prev, row):
         dl_i, d_i, du_i = row
         den = d_i - dl_i * c_prev
+        if perturb:
+            mag = jnp.abs(den)
+            phase = jnp.where(mag == 0, jnp.ones_like(den),
+                              den / jnp.where(mag == 0, jnp.ones_like(mag), mag).astype(den.dtype))
+            den = jnp.where(mag < tiny, phase * tiny.astype(den.dtype), den)
         return du_i / den, (den, du_i / den)
 
     _, (den, c) = _lax().scan(step, jnp.zeros_like(d[0]), (dl, d, du))
@@ -81,12 +93,12 @@ def _rows_first(v, nd: int):
     return _jnp().moveaxis(v, -nd, 0)
 
 
-def _solve_rows_first(dl, d, du, b):
+def _solve_rows_first(dl, d, du, b, perturb: bool = False):
     jnp = _jnp()
     # the ignored corners are zeroed, so they cannot reach the solution
     dl = dl.at[..., 0].set(0)
     du = du.at[..., -1].set(0)
-    den, c = _thomas_factor(*(_rows_first(v, 1) for v in (dl, d, du)))
+    den, c = _thomas_factor(*(_rows_first(v, 1) for v in (dl, d, du)), perturb)
     x = _thomas_apply(_rows_first(dl, 1), den, c, _rows_first(b, 2))
     return jnp.moveaxis(x, 0, -2)
 
@@ -100,35 +112,36 @@ def _transposed_diagonals(dl, d, du):
             jnp.concatenate([dl[..., 1:], zero], axis=-1))
 
 
-def _solve_linear_in_b(dl, d, du, rhs):
+def _solve_linear_in_b(dl, d, du, rhs, perturb: bool):
     """The solve as a ``linear_call`` in ``rhs``, so reverse mode transposes it to a solve
     with ``T^T`` instead of transposing the eliminations."""
     from plax.transforms.linear_call import linear_call
-    return linear_call(lambda diags, r: _solve_rows_first(*diags, r),
-                       lambda diags, ct: _solve_rows_first(*_transposed_diagonals(*diags), ct),
-                       (dl, d, du), rhs)
+    return linear_call(
+        lambda diags, r: _solve_rows_first(*diags, r, perturb),
+        lambda diags, ct: _solve_rows_first(*_transposed_diagonals(*diags), ct, perturb),
+        (dl, d, du), rhs)
 
 
-def _make_tridiagonal_solve():
+def _make_tridiagonal_solve(perturb: bool):
     import plax
 
     @plax.custom_jvp
     def solve(dl, d, du, b):
-        return _solve_rows_first(dl, d, du, b)
+        return _solve_rows_first(dl, d, du, b, perturb)
 
     @solve.defjvp
     def solve_jvp(primals, tangents):
         dl, d, du, b = primals
         ddl, dd, ddu, db = tangents
-        x = _solve_rows_first(dl, d, du, b)
+        x = _solve_rows_first(dl, d, du, b, perturb)
         # T x = b  =>  T dx = db - dT x: one more solve, linear in the tangents
         rhs = db - _tridiagonal_matmul(ddl.at[..., 0].set(0), dd, ddu.at[..., -1].set(0), x)
-        return x, _solve_linear_in_b(dl, d, du, rhs)
+        return x, _solve_linear_in_b(dl, d, du, rhs, perturb)
 
     return solve
 
 
-_SOLVE = []
+_SOLVERS: dict = {}   # perturb_singular -> the custom_jvp function, made on first use
 
 
 def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, *,
@@ -144,10 +157,12 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
     Args:
       dl, d, du: ``(..., m)``, one shape, floating or complex.
       b: ``(..., m, n)``, the right-hand sides (same batch axes and dtype).
-      perturb_singular: not supported (plax's elimination does not pivot); pass False.
+      perturb_singular: move pivots smaller than ``eps * max|T|`` to that size, so singular
+        systems give finite results (for inverse iteration). plax's pivots are those of
+        elimination without row exchanges, so its perturbed solutions differ from LAPACK's.
 
     Returns:
-      ``x`` of ``b``'s shape. A zero pivot gives infs/NaNs, as LAPACK's singular case.
+      ``x`` of ``b``'s shape. Without ``perturb_singular`` a zero pivot gives infs/NaNs.
 
     Example:
       >>> lax.linalg.tridiagonal_solve(jnp.array([0., 1.]), jnp.array([2., 2.]),
@@ -173,14 +188,12 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
         raise TypeError(f"tridiagonal_solve requires that all arguments have the same dtype, "
                         f"got {dl.dtype.name}, {d.dtype.name}, {du.dtype.name} and "
                         f"{b.dtype.name}")
-    if perturb_singular:
-        raise NotImplementedError("tridiagonal_solve: perturb_singular=True is not supported "
-                                  "(plax eliminates without pivoting); pass False")
     if d.shape[-1] == 0 or b.shape[-1] == 0:
         return jnp.zeros_like(b)
-    if not _SOLVE:
-        _SOLVE.append(_make_tridiagonal_solve())
-    return _SOLVE[0](dl, d, du, b)
+    perturb = bool(perturb_singular)
+    if perturb not in _SOLVERS:
+        _SOLVERS[perturb] = _make_tridiagonal_solve(perturb)
+    return _SOLVERS[perturb](dl, d, du, b)
 
 
 # ------------------------------------------------------------------ permutations, products
