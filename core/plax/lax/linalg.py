@@ -5,6 +5,10 @@ the batching rules move the mapped axis to the front. The JVP rules are written 
 ``dot_general``, elementwise primitives and ``triangular_solve`` (the one linear-algebra
 primitive with a transpose rule: it is linear in its right-hand side), so reverse mode
 works through the transposes of those.
+
+The rest of JAX's ``lax.linalg`` (``tridiagonal_solve``, ``tridiagonal``, ``hessenberg``,
+``householder_product``, ``ormqr``, ``qdwh``, ``schur``, ...) is composed from these and other
+primitives in ``linalg_householder`` and ``linalg_composites``, and re-exported at the end.
 """
 from __future__ import annotations
 
@@ -809,3 +813,12 @@ from plax.lax.linalg_householder import (hessenberg, householder_product, ormqr,
                                          tridiagonal)
 from plax.lax.linalg_composites import (cholesky_update, lu_pivots_to_permutation,  # noqa: E402
                                         qdwh, schur, symmetric_product, tridiagonal_solve)
+
+# the API (the documentation lists these): the primitives' wrappers, the compositions defined
+# in the sibling modules, the enums, and the helpers the backends' kernels share
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky",
+           "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
+           "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "qr_of_empty", "schur", "svd",
+           "svd_of_empty", "symmetric_product", "symmetrize", "triangular_solve",
+           "tridiagonal", "tridiagonal_solve",
+           "cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"]
