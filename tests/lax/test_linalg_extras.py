@@ -247,6 +247,16 @@ def test_tridiagonal_solve_derivatives_match_finite_differences():
         check_grads(L.tridiagonal_solve, (dl, d, du, b), order=1, modes=("fwd", "rev"))
 
 
+def test_tridiagonal_solve_grad_under_vmap_and_jit_equals_a_loop():
+    d = rand((3, 5)).astype(np.float32)
+    args = (0.1 * d, d + 6, 0.2 * d, rand((3, 5, 2)).astype(np.float32))
+    grad = plax.grad(lambda *a: (L.tridiagonal_solve(*a) ** 2).sum(), argnums=(0, 1, 2, 3))
+    loop = [grad(*(a[i] for a in args)) for i in range(3)]
+    for got in (plax.vmap(grad)(*args), plax.jit(plax.vmap(grad))(*args)):
+        for k in range(4):
+            close(got[k], np.stack([np.asarray(g[k]) for g in loop]), 1e-6)
+
+
 @needs_jax
 def test_tridiagonal_solve_derivatives_match_jax():
     args = (rand(4, True), rand(4, True) + 5, rand(4, True), rand((4, 3), True))
