@@ -31,12 +31,14 @@ def _lax():
 # ------------------------------------------------------------------ tridiagonal_solve
 
 
-def _thomas_factor(dl, d, du, perturb: bool):
-    """The eliminations of the Thomas algorithm on the first (row) axis: the pivots
-    ``den[i] = d[i] - dl[i] * c[i-1]`` and the scaled superdiagonal ``c[i] = du[i] / den[i]``
-    (arrays of shape ``(m, ...)``). With ``perturb``, a pivot smaller than ``eps`` times the
-    largest entry of the matrix is moved to that size (keeping its phase), so singular
-    systems give finite results."""
+def _thomas(dl, d, du, b, perturb: bool):
+    """The Thomas algorithm on the first (row) axis: a forward sweep eliminating the
+    subdiagonal (pivots ``den[i] = d[i] - dl[i] * c[i-1]``, scaled superdiagonal
+    ``c[i] = du[i] / den[i]`` and right-hand side ``y``), then a backward substitution.
+    Diagonals are ``(m, ...)``, ``b`` ``(m, ..., n)``.
+
+    With ``perturb``, a pivot smaller than ``eps`` times the largest entry of the matrix is
+    moved to that size (keeping its phase), so singular systems give finite results."""
     jnp = _jnp()
     if perturb:
         eps = jnp.finfo(d.dtype).eps
@@ -44,31 +46,21 @@ def _thomas_factor(dl, d, du, perturb: bool):
                              axis=0)
         tiny = jnp.where(tiny == 0, jnp.ones_like(tiny), tiny)
 
-    def step(c_prev, row):
-        dl_i, d_i, du_i = row
+    def forward(carry, row):
+        c_prev, y_prev = carry
+        dl_i, d_i, du_i, b_i = row
         den = d_i - dl_i * c_prev
         if perturb:
             mag = jnp.abs(den)
             phase = jnp.where(mag == 0, jnp.ones_like(den),
                               den / jnp.where(mag == 0, jnp.ones_like(mag), mag).astype(den.dtype))
             den = jnp.where(mag < tiny, phase * tiny.astype(den.dtype), den)
-        return du_i / den, (den, du_i / den)
+        c = du_i / den
+        y = (b_i - dl_i[..., None] * y_prev) / den[..., None]
+        return (c, y), (c, y)
 
-    _, (den, c) = _lax().scan(step, jnp.zeros_like(d[0]), (dl, d, du))
-    return den, c
-
-
-def _thomas_apply(dl, den, c, b):
-    """Solves with the factored system: a forward and a backward sweep, both linear in ``b``
-    (``(m, ..., n)``; the factors ``(m, ...)`` broadcast over its last axis)."""
-    jnp = _jnp()
-
-    def forward(y_prev, row):
-        dl_i, den_i, b_i = row
-        y = (b_i - dl_i[..., None] * y_prev) / den_i[..., None]
-        return y, y
-
-    _, y = _lax().scan(forward, jnp.zeros_like(b[0]), (dl, den, b))
+    init = (jnp.zeros_like(d[0]), jnp.zeros_like(b[0]))
+    _, (c, y) = _lax().scan(forward, init, (dl, d, du, b))
 
     def backward(x_next, row):
         c_i, y_i = row
@@ -98,8 +90,7 @@ def _solve_rows_first(dl, d, du, b, perturb: bool = False):
     # the ignored corners are zeroed, so they cannot reach the solution
     dl = dl.at[..., 0].set(0)
     du = du.at[..., -1].set(0)
-    den, c = _thomas_factor(*(_rows_first(v, 1) for v in (dl, d, du)), perturb)
-    x = _thomas_apply(_rows_first(dl, 1), den, c, _rows_first(b, 2))
+    x = _thomas(*(_rows_first(v, 1) for v in (dl, d, du)), _rows_first(b, 2), perturb)
     return jnp.moveaxis(x, 0, -2)
 
 
@@ -151,7 +142,8 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
     ``T`` has subdiagonal ``dl[1:]``, diagonal ``d`` and superdiagonal ``du[:-1]``
     (``dl[..., 0]`` and ``du[..., -1]`` are ignored), as LAPACK's ``gtsv`` takes them.
 
-    Computed by the Thomas algorithm (elimination without pivoting, as two ``scan`` sweeps);
+    Computed by the Thomas algorithm (elimination without pivoting: a forward and a backward
+    ``scan``);
     differentiable in all four arguments by the implicit rule ``T dx = db - dT x``.
 
     Args:
