@@ -73,6 +73,21 @@ def test_tridiagonal_is_lapacks_sytrd(cplx, lower):
     assert np.asarray(d).dtype == np.asarray(e).dtype == np.float64
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_tridiagonal_and_hessenberg_of_tiny_matrices_are_lapacks(n):
+    # no reflector (n = 1) or one with nothing below its pivot (n = 2): complex pivots still
+    # get a reflector that makes the off-diagonal real, and the diagonal is read as real
+    a = rand((n, n), True)
+    want_arr, want_d, want_e, want_taus, _ = lapack.zhetrd(a, lower=1)
+    want_h, want_htaus, _ = lapack.zgehrd(a)
+    with x64():
+        for got, want in zip(L.tridiagonal(a), (want_arr, want_d, want_e, want_taus)):
+            close(got, want)
+        arr, taus = L.hessenberg(a)
+    close(arr, want_h)
+    close(taus, want_htaus[:n - 1])
+
+
 @pytest.mark.parametrize("cplx", [False, True])
 def test_hessenberg_is_lapacks_gehrd_and_its_q_reduces_a(cplx):
     a = rand((5, 5), cplx)

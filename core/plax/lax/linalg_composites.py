@@ -231,7 +231,7 @@ def lu_pivots_to_permutation(pivots: ArrayLike, permutation_size: int) -> Array:
             return p.at[i].set(pj).at[j].set(pi)
         return plax.lax.fori_loop(0, k, swap, perm)
 
-    return over_batch(one, (1, 1), pivots, perm0)
+    return over_batch(one, "(k),(p)->(p)", pivots, perm0)
 
 
 def symmetric_product(a_matrix: ArrayLike, c_matrix: ArrayLike, *, alpha: float = 1.0,
@@ -474,5 +474,5 @@ def schur(x: ArrayLike, *, compute_schur_vectors: bool = True, sort_eig_vals: bo
     if sort_eig_vals or select_callable is not None:
         raise NotImplementedError("schur: sort_eig_vals and select_callable are not supported "
                                   "by plax (its Schur form comes from the eigenvectors)")
-    t, vs = over_batch(lambda a: schur_matrix(a, "real"), (2,), x)
+    t, vs = over_batch(lambda a: schur_matrix(a, "real"), "(n,n)->(n,n),(n,n)", x)
     return [t, vs] if compute_schur_vectors else [t]

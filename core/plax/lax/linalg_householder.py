@@ -34,15 +34,10 @@ def check_inexact(name: str, x, position: int) -> None:
                         f"complexfloating.")
 
 
-def over_batch(f: Callable, core_ndims: tuple, *args):
-    """Applies ``f`` (written for unbatched arguments of ``core_ndims`` dimensions) to
-    arguments with the same leading batch axes, by one ``vmap`` per batch axis."""
-    import plax
-    nbatch = args[0].ndim - core_ndims[0]
-    g = f
-    for _ in range(nbatch):
-        g = plax.vmap(g)
-    return g(*args)
+def over_batch(f: Callable, signature: str, *args):
+    """``f`` (written for one problem) mapped over the leading batch axes of ``args`` by
+    ``jnp.vectorize`` with the generalised-ufunc ``signature`` of its core axes."""
+    return _jnp().vectorize(f, signature=signature)(*args)
 
 
 def _larfg(alpha, x, rest_mask):
@@ -93,6 +88,8 @@ def _q_from_reflectors(a, taus, ncols: int, offset: int = 0):
     m = a.shape[0]
     k = taus.shape[0]
     q0 = jnp.eye(m, ncols, dtype=a.dtype)
+    if k == 0:   # no reflectors (the loop's body could not even be traced)
+        return q0
 
     def step(j, q):
         i = k - 1 - j          # innermost first: Q = H(0) (H(1) (... H(k-1) I))
@@ -137,7 +134,7 @@ def householder_product(a: ArrayLike, taus: ArrayLike) -> Array:
     if a.dtype != taus.dtype:
         raise TypeError(f"householder_product requires a and taus of one dtype, got "
                         f"{a.dtype.name} and {taus.dtype.name}")
-    return over_batch(lambda a_, t_: _q_from_reflectors(a_, t_, n), (2, 1), a, taus)
+    return over_batch(lambda a_, t_: _q_from_reflectors(a_, t_, n), "(m,n),(k)->(m,n)", a, taus)
 
 
 def ormqr(a: ArrayLike, taus: ArrayLike, c: ArrayLike, *, left: bool = True,
@@ -186,7 +183,7 @@ def ormqr(a: ArrayLike, taus: ArrayLike, c: ArrayLike, *, left: bool = True,
             q = jnp.conj(q.T)
         return q @ c_ if left else c_ @ q
 
-    return over_batch(one, (2, 1, 2), a, taus, c)
+    return over_batch(one, "(q,k),(t),(m,n)->(m,n)", a, taus, c)
 
 
 def _hessenberg_one(a):
@@ -208,7 +205,9 @@ def _hessenberg_one(a):
         return h, store, taus.at[k].set(tau)
 
     taus0 = jnp.zeros((max(n - 1, 0),), a.dtype)
-    h, store, taus = plax.lax.fori_loop(0, max(n - 1, 0), step, (a, a, taus0))
+    if n <= 1:   # already Hessenberg, no reflectors
+        return a, taus0
+    h, store, taus = plax.lax.fori_loop(0, n - 1, step, (a, a, taus0))
     # the reduced matrix on and above the subdiagonal; the reflectors (and the subdiagonal's
     # betas, recorded as LAPACK writes them) below
     return jnp.triu(h, 1) + jnp.tril(store, -1) + jnp.diag(jnp.diagonal(h)), taus
@@ -237,7 +236,7 @@ def hessenberg(a: ArrayLike) -> tuple:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"Argument to Hessenberg reduction must have shape [..., n, n], got "
                          f"shape {a.shape}")
-    return over_batch(_hessenberg_one, (2,), a)
+    return over_batch(_hessenberg_one, "(n,n)->(n,n),(k)", a)
 
 
 def _tridiagonal_lower(a):
@@ -261,8 +260,9 @@ def _tridiagonal_lower(a):
         return h, store, e.at[k].set(jnp.real(beta)), taus.at[k].set(tau)
 
     m = max(n - 1, 0)
-    h, store, e, taus = plax.lax.fori_loop(
-        0, m, step, (herm, a, jnp.zeros((m,), real_dt), jnp.zeros((m,), a.dtype)))
+    init = (herm, a, jnp.zeros((m,), real_dt), jnp.zeros((m,), a.dtype))
+    # no reflectors for n <= 1 (the loop's body could not even be traced)
+    h, store, e, taus = plax.lax.fori_loop(0, m, step, init) if m else init
     d = jnp.real(jnp.diagonal(h))
     arr = (jnp.triu(a, 1) + jnp.tril(store, -2) + jnp.diag(d.astype(a.dtype))
            + jnp.diag(e.astype(a.dtype), -1))
@@ -307,12 +307,13 @@ def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"The input to tridiagonal must be a square matrix. Got shape "
                          f"{a.shape}.")
-    return over_batch(_tridiagonal_lower if lower else _tridiagonal_upper, (2,), a)
+    return over_batch(_tridiagonal_lower if lower else _tridiagonal_upper,
+                      "(n,n)->(n,n),(n),(k),(k)", a)
 
 
 def hessenberg_q(a_out: Array, taus: Array) -> Array:
     """The unitary ``Q`` of a :func:`hessenberg` reduction (reflector ``i`` pivots at row
     ``i + 1``), for ``plax.scipy.linalg.hessenberg(calc_q=True)``."""
     n = a_out.shape[-1]
-    return over_batch(lambda a_, t_: _q_from_reflectors(a_, t_, n, offset=1), (2, 1),
+    return over_batch(lambda a_, t_: _q_from_reflectors(a_, t_, n, offset=1), "(n,n),(k)->(n,n)",
                       a_out, taus)
