@@ -100,8 +100,10 @@ def _q_from_reflectors(a, taus, ncols: int, offset: int = 0):
 
 
 def householder_product(a: ArrayLike, taus: ArrayLike) -> Array:
-    """The product of Householder reflectors, ``Q = H(0) H(1) ... H(k-1)``, as LAPACK's
-    ``orgqr``/``ungqr`` computes it: its first ``n`` columns.
+    """The product ``Q`` of ``k`` Householder reflectors, as LAPACK's ``orgqr``/``ungqr``
+    computes it: its first ``n`` columns.
+
+    ``Q = H(0) H(1) ... H(k-1)`` with ``H(i) = I - taus[i] v_i v_i^H``.
 
     Args:
       a: ``(..., m, n)`` with ``m >= n``; column ``i`` holds reflector ``i`` below row ``i``
@@ -139,8 +141,10 @@ def householder_product(a: ArrayLike, taus: ArrayLike) -> Array:
 
 def ormqr(a: ArrayLike, taus: ArrayLike, c: ArrayLike, *, left: bool = True,
           transpose: bool = False) -> Array:
-    """Multiplies ``c`` by ``Q = H(0) ... H(k-1)``, the product of the reflectors stored in
-    ``a`` and ``taus`` (LAPACK's ``ormqr``/``unmqr``), without forming more than ``Q``.
+    """Multiplies ``c`` by the product ``Q`` of the Householder reflectors stored in ``a`` and
+    ``taus`` (LAPACK's ``ormqr``/``unmqr``).
+
+    ``Q = H(0) H(1) ... H(k-1)`` is formed (``m x m`` or ``n x n``), then multiplied.
 
     Args:
       a: ``(..., m, k)`` (left) or ``(..., n, k)`` (right): reflector ``i`` below row ``i`` of
