@@ -5,6 +5,10 @@ the batching rules move the mapped axis to the front. The JVP rules are written 
 ``dot_general``, elementwise primitives and ``triangular_solve`` (the one linear-algebra
 primitive with a transpose rule: it is linear in its right-hand side), so reverse mode
 works through the transposes of those.
+
+The rest of JAX's ``lax.linalg`` (``tridiagonal_solve``, ``tridiagonal``, ``hessenberg``,
+``householder_product``, ``ormqr``, ``qdwh``, ``schur``, ...) is composed from these and other
+primitives in ``linalg_householder`` and ``linalg_composites``, and re-exported at the end.
 """
 from __future__ import annotations
 
@@ -517,13 +521,20 @@ def _eigh_abstract_eval(a, *, lower):
             ShapedArray(a.shape[:-1], dtypes.real_dtype(a.dtype), a.weak_type))
 
 
-def eigh(x, *, lower: bool = True, symmetrize_input: bool = True):
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index: tuple | None = None,
+         implementation: "EighImplementation | None" = None):
     """Eigendecomposition of Hermitian matrices: ``x = v @ diag(w) @ v^H``.
 
     Args:
       x: array of shape ``(..., n, n)``.
       lower: read the lower (else upper) triangle.
       symmetrize_input: use ``(x + x^H) / 2``.
+      sort_eigenvalues: accepted; the eigenvalues always come sorted (as LAPACK's).
+      subset_by_index: ``(lo, hi)``: keep only the eigenpairs ``lo <= i < hi`` (in ascending
+        order of the eigenvalues).
+      implementation: ``EighImplementation.QR`` or None (LAPACK's ``syevd``); JACOBI and QDWH
+        raise ``NotImplementedError`` (as JAX on a CPU).
 
     Returns:
       ``(v, w)``: eigenvectors as columns of ``v`` and real eigenvalues ``w`` in ascending
@@ -534,10 +545,14 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True):
       >>> w
       Array([1., 2.], dtype=float32)
     """
+    from plax.lax.linalg_enums import check_eigh_implementation, index_subset
+    check_eigh_implementation(implementation)
     x = asarray(x)
     if symmetrize_input:
         x = symmetrize(x)
     v, w = eigh_p.bind(x, lower=bool(lower))
+    if subset_by_index is not None:
+        v, w = index_subset(v, w, subset_by_index, aval_of(x).shape[-1], "eigh")
     return v, w
 
 
@@ -622,7 +637,8 @@ def svd_of_empty(a, full_matrices: bool, compute_uv: bool, xp=None) -> list:
     return [s, u, vh]
 
 
-def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: tuple | None = None, algorithm: "SvdAlgorithm | None" = None):
     """Singular value decomposition ``x = u @ diag(s) @ vh``.
 
     Args:
@@ -630,6 +646,10 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
       full_matrices: ``u`` is ``(..., m, m)`` and ``vh`` ``(..., n, n)``; else
         ``(..., m, k)`` and ``(..., k, n)`` with ``k = min(m, n)``.
       compute_uv: also return the singular vectors.
+      subset_by_index: ``(lo, hi)``: keep only the singular triplets ``lo <= i < hi`` (in
+        descending order of the singular values); needs ``full_matrices=False``.
+      algorithm: an :class:`SvdAlgorithm`: DEFAULT, QR and DIVIDE_AND_CONQUER all run
+        LAPACK's SVD; JACOBI and POLAR raise ``NotImplementedError`` (as JAX on a CPU).
 
     Returns:
       ``(u, s, vh)`` with singular values ``s`` (real, descending), or ``s`` alone when
@@ -639,7 +659,20 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
       >>> lax.linalg.svd(jnp.array([[3., 0.], [0., 4.]]), compute_uv=False)
       Array([4., 3.], dtype=float32)
     """
-    out = svd_p.bind(asarray(x), full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    from plax.lax.linalg_enums import check_svd_algorithm, index_subset
+    check_svd_algorithm(algorithm)
+    if subset_by_index is not None and full_matrices and compute_uv:
+        raise ValueError("full_matrices and subset_by_index cannot both be set")
+    x = asarray(x)
+    out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset_by_index is not None:
+        k = min(aval_of(x).shape[-2:])
+        if not compute_uv:
+            return index_subset(None, out[0], subset_by_index, k, "svd")[1]
+        s, u, vh = out
+        u, s = index_subset(u, s, subset_by_index, k, "svd")
+        vh = _T(index_subset(_T(vh), s, subset_by_index, k, "svd")[0])
+        return u, s, vh
     if not compute_uv:
         return out[0]
     s, u, vh = out
@@ -713,13 +746,20 @@ def _eig_abstract_eval(a, *, compute_left_eigenvectors, compute_right_eigenvecto
     return (w, *vs)
 
 
-def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True):
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation: "EigImplementation | None" = None,
+        use_magma: bool | None = None):
     """Eigendecomposition of general square matrices (complex results; CPU only, as in JAX).
 
     Args:
       x: array of shape ``(..., n, n)``.
       compute_left_eigenvectors: also return ``vl`` (``vl^H x = diag(w) vl^H``).
       compute_right_eigenvectors: also return ``vr`` (``x vr = vr diag(w)``).
+      enable_eigvec_derivs: JAX's opt-in to eigenvector derivatives; plax has none, so True
+        raises ``NotImplementedError``.
+      implementation: ``EigImplementation.LAPACK`` or None; CUSOLVER and MAGMA raise
+        ``ValueError`` (as JAX on a CPU).
+      use_magma: accepted for JAX's signature; True raises ``ValueError`` (no MAGMA).
 
     Returns:
       A list ``[w]``, then ``vl`` and/or ``vr`` as asked; each eigenvector has unit norm and
@@ -730,6 +770,11 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
       ...                compute_right_eigenvectors=False)[0]
       Array([2.+0.j, 1.+0.j], dtype=complex64)
     """
+    from plax.lax.linalg_enums import check_eig_implementation
+    check_eig_implementation(implementation, use_magma)
+    if enable_eigvec_derivs:
+        raise NotImplementedError("eig: enable_eigvec_derivs=True is not supported by plax "
+                                  "(only the eigenvalues are differentiable)")
     return list(eig_p.bind(asarray(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
                            compute_right_eigenvectors=bool(compute_right_eigenvectors)))
 
@@ -758,3 +803,22 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
 
 
 _def_batch(eig_p)
+
+
+# ------------------------------------------------------------------ compositions (no primitives)
+
+from plax.lax.linalg_enums import (EigImplementation, EighImplementation,  # noqa: E402
+                                   SvdAlgorithm)
+from plax.lax.linalg_householder import (hessenberg, householder_product, ormqr,  # noqa: E402
+                                         tridiagonal)
+from plax.lax.linalg_composites import (cholesky_update, lu_pivots_to_permutation,  # noqa: E402
+                                        qdwh, schur, symmetric_product, tridiagonal_solve)
+
+# the API (the documentation lists these): the primitives' wrappers, the compositions defined
+# in the sibling modules, the enums, and the helpers the backends' kernels share
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky",
+           "cholesky_update", "eig", "eigh", "hessenberg", "householder_product", "lu",
+           "lu_pivots_to_permutation", "ormqr", "qdwh", "qr", "qr_of_empty", "schur", "svd",
+           "svd_of_empty", "symmetric_product", "symmetrize", "triangular_solve",
+           "tridiagonal", "tridiagonal_solve",
+           "cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p", "eig_p"]

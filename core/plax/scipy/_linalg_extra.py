@@ -594,7 +594,7 @@ def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool 
 def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
                check_finite: bool = True):
     """The upper Hessenberg form ``H = Q^H a Q`` of a square matrix, by Householder
-    reflections (column by column, ``n - 2`` of them).
+    reflections (LAPACK's ``gehrd`` and ``orghr``, as ``lax.linalg.hessenberg`` computes them).
 
     Args:
       a: ``(n, n)``.
@@ -610,33 +610,16 @@ def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
       >>> float(h[2, 0])
       0.0
     """
+    from plax.lax.linalg_householder import hessenberg as reduce, hessenberg_q
     jnp = _jnp()
     a = jnp.asarray(a)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"hessenberg: expected a square matrix, got shape {a.shape}")
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(_float())
-    n = a.shape[0]
-    h = a
-    q = jnp.eye(n, dtype=a.dtype)
-    rows = np.arange(n)
-    for k in range(n - 2):
-        x = jnp.where(rows > k, h[:, k], jnp.zeros_like(h[:, k]))
-        alpha = jnp.linalg.norm(x)
-        x1 = x[k + 1]
-        # the reflection sends x to -phase(x1) |x| e_{k+1} (no cancellation)
-        phase = jnp.where(jnp.abs(x1) == 0, jnp.ones_like(x1), x1 / jnp.abs(x1).astype(x1.dtype))
-        v = x.at[k + 1].add(phase * alpha)
-        vnorm2 = jnp.real(jnp.vdot(v, v))
-        safe = jnp.where(vnorm2 == 0, jnp.ones_like(vnorm2), vnorm2)
-        beta = jnp.where(vnorm2 == 0, jnp.zeros_like(vnorm2), 2 / safe).astype(a.dtype)
-        # H <- P H P with P = I - beta v v^H (Hermitian and unitary)
-        h = h - beta * jnp.outer(v, jnp.conj(v) @ h)
-        h = h - beta * jnp.outer(h @ v, jnp.conj(v))
-        q = q - beta * jnp.outer(q @ v, jnp.conj(v))
-        # exact zeros below the subdiagonal of column k
-        h = h.at[:, k].set(jnp.where(rows > k + 1, jnp.zeros_like(h[:, k]), h[:, k]))
-    return (h, q) if calc_q else h
+    packed, taus = reduce(a)
+    h = jnp.triu(packed, -1)
+    return (h, hessenberg_q(packed, taus)) if calc_q else h
 
 
 def _eig_function(a: Array, f, name: str) -> Array:
@@ -726,16 +709,6 @@ def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "
     return jnp.real(x).astype(dt) if real else x
 
 
-def _upper_from_basis(a: Array, basis: Array) -> tuple:
-    """``(T, Z)`` with ``Z`` the unitary factor of ``basis = Z R`` and ``T = Z^H a Z``: when the
-    leading columns of ``basis`` span invariant subspaces of ``a``, ``T`` is (block) upper
-    triangular."""
-    jnp = _jnp()
-    z, _ = jnp.linalg.qr(basis)
-    t = jnp.conj(z).T @ a @ z
-    return t, z
-
-
 def schur(a: ArrayLike, output: str = "real") -> tuple:
     """The Schur decomposition ``a = Z T Z^H``: ``Z`` unitary, ``T`` upper triangular
     (``output="complex"``) or, for real ``a`` with ``output="real"``, quasi upper triangular
@@ -762,22 +735,8 @@ def schur(a: ArrayLike, output: str = "real") -> tuple:
         raise ValueError(f"schur: expected a square matrix, got shape {a.shape}")
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(_float())
-    w, v = jnp.linalg.eig(a)
-    order = jnp.lexsort((jnp.imag(w), jnp.real(w)))
-    w, v = w[order], v[:, order]
-    if output == "complex" or jnp.issubdtype(a.dtype, jnp.complexfloating):
-        t, z = _upper_from_basis(a.astype(v.dtype), v)
-        return jnp.triu(t), z
-    # real output: each conjugate pair (adjacent after the sort, negative imaginary part first)
-    # contributes the real and imaginary parts of its positive-imaginary eigenvector
-    im = jnp.imag(w)
-    v_next = jnp.roll(v, -1, axis=1)
-    cols = jnp.where(im[None, :] < 0, jnp.real(v_next),
-                     jnp.where(im[None, :] > 0, jnp.imag(v), jnp.real(v)))
-    t, z = _upper_from_basis(a, cols.astype(a.dtype))
-    # exact zeros below the diagonal, except inside the 2x2 blocks of conjugate pairs
-    sub = jnp.diagonal(t, -1) * (im[:-1] < 0).astype(t.dtype)
-    return jnp.triu(t) + jnp.diag(sub, -1), z
+    from plax.lax.linalg_composites import schur_matrix
+    return schur_matrix(a, output)
 
 
 def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> tuple:
