@@ -29,7 +29,7 @@ NAMESPACES = (["jax", "jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.scipy
               + [f"jax.scipy.{m}" for m in SCIPY]
               + ["jax.sharding", "jax.debug", "jax.experimental", "jax.tree", "jax.tree_util",
                  "jax.numpy.linalg", "jax.numpy.fft", "jax.nn.initializers", "jax.dtypes",
-                 "jax.errors", "jax.flatten_util", "jax.profiler"])
+                 "jax.errors", "jax.flatten_util", "jax.profiler", "jax.lax.linalg"])
 
 
 def record_surface() -> dict:
