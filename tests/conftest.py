@@ -150,8 +150,8 @@ def pytest_runtest_protocol(item, nextitem):
 #: :func:`pytest_collection_modifyitems` moves them to the front, keeping the order of
 #: everything else. A maintained list, not timings measured at run time: a run's order must not
 #: depend on the machine. Tests whose kernels another test loads from the session's cache stay
-#: where they are (tests/numba/test_special_iterative_forms.py's gamma samplers and
-#: test_large_native_loops.py's come after test_threefry_fusion.py's, which compile them).
+#: where they are (tests/numba/test_special_iterative_forms.py's gamma samplers come after
+#: test_threefry_fusion.py's, which compile them).
 SLOW_FIRST = (
     "tests/test_docs_build.py::test_docs_build_without_warnings",
     "tests/test_installed_backend.py::test_suite_passes_with_installed_backend",

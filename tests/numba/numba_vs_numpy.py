@@ -1,7 +1,6 @@
 """Helpers of the Numba backend's tests: a function jitted on the Numba and on the NumPy
 backend, the bit-for-bit comparison of their results, the generated source of a function, a
-program with broadcasts and a large gamma sampler shared by several tests, and a compiled
-loop over a scalar kernel."""
+program with broadcasts shared by several tests, and a compiled loop over a scalar kernel."""
 from __future__ import annotations
 
 import functools
@@ -46,15 +45,6 @@ def broadcasting_program():
     row = np.array([0.5, -1.0, 2.0, 4.0], np.float32)
     f = lambda a, c, r, s: jnp.maximum(a * c - r, s) / (1.0 + r * r)  # noqa: E731
     return f, (a, col, row, np.float32(3.0))
-
-
-def large_gamma_sampler(key):
-    """20,000 ``random.gamma`` draws of shape 2.5 from ``key``: rejection loops larger than a
-    whole-program kernel (``wholegen``'s limit), so its ``while`` loop is a native loop of its
-    own. Shared by the tests of that loop's kernel: its Numba compilation (~50 CPU s on the CI
-    machine) is kept in the session's kernel cache, and the tests after the first load it."""
-    from plax import random
-    return random.gamma(key, np.float32(2.5), (20_000,))
 
 
 def assert_bits_equal(got, want):
