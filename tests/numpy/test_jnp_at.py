@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import plax
 import plax.numpy as jnp
 from jnp_index_strategies import index_expressions, numpy_update, shapes, target_positions
 from jnp_testutil import assert_close, check_avals_like_jax, check_raises_like_jax
@@ -283,3 +284,34 @@ def test_at_seed_examples():
     for i in range(4):
         acc = acc.at[i].add(i * i)
     assert_close(acc, np.array([0, 1, 4, 9]))
+
+
+def test_whole_row_updates_stage_one_row_scatter_as_jax():
+    # x.at[rows] (rows: an integer array on the first axis, the rest whole) is one scatter of
+    # row windows, as JAX stages it, not a scatter of every element at its flat position
+    x = np.arange(24.0, dtype=np.float32).reshape(4, 3, 2)
+    rows = np.array([[1, -1], [1, 7]], np.int32)
+    for index in (rows, (rows, slice(None)), (rows, Ellipsis), (rows, slice(None), slice(None))):
+        jaxpr = plax.make_jaxpr(lambda t, r: t.at[(r,) + index[1:] if isinstance(index, tuple)
+                                                  else r].add(1.0))(x, rows)
+        text = str(jaxpr)
+        assert "iota" not in text and text.count("scatter-add") == 1, text
+        assert "update_window_dims=(2, 3), inserted_window_dims=(0,)" in text, text
+    expected = x.copy()
+    for r in rows.ravel():
+        if -4 <= r < 4:
+            expected[r] += 1.0  # NumPy's unbuffered add; the out-of-range row dropped
+    np.testing.assert_array_equal(jnp.asarray(x).at[rows].add(1.0), expected)
+
+
+def test_whole_row_updates_print_as_jax():
+    jax = pytest.importorskip("jax")
+    x = np.zeros((5, 3), np.float32)
+    rows = np.array([0, 2, -1], np.int32)
+    for op in ("add", "set", "max"):
+        ours = str(plax.make_jaxpr(lambda t, r: getattr(t.at[r], op)(1.0))(x, rows))
+        theirs = str(jax.make_jaxpr(lambda t, r: getattr(t.at[r], op)(1.0))(x, rows))
+        # (JAX's scatter prints its combining jaxpr, which plax's primitives do not carry)
+        theirs = "\n".join(line for line in theirs.splitlines()
+                           if "update_consts" not in line and "update_jaxpr" not in line)
+        assert ours == theirs, (op, ours, theirs)

@@ -542,6 +542,10 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
         if _mesh_maybe_set[0] and update_typed_as_scatter(x, y):
             return placed_as_scatter(out)
         return out
+    rows = _leading_rows(aval, idx)
+    if rows is not None:
+        return _update_rows(x, rows, y, op, aval, idx, gmode, indices_are_sorted,
+                            unique_indices)
     n = aval.size
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
@@ -568,6 +572,53 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     out = _SCATTERS[op](flat_x, flat_ids, flat_y, dnums, indices_are_sorted=indices_are_sorted,
                         unique_indices=unique_indices, mode=gmode)
     out = lax.reshape(out, aval.shape)
+    if aval.weak_type:
+        out = lax.convert_element_type(out, aval.dtype, True)
+    return out
+
+
+def _leading_rows(aval, idx):
+    """The integer index array of an index that selects whole rows of ``x`` by its first
+    axis (``x.at[rows]``, ``x.at[rows, :]``, ``x.at[rows, ...]``, ``rows`` an integer array of
+    at least one dimension), else None."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if not parts or not aval.shape:
+        return None
+    rows, rest = parts[0], parts[1:]
+    if not isinstance(rows, (Array, Tracer, np.ndarray)):
+        return None
+    rows_aval = get_aval(rows)
+    if rows_aval.ndim == 0 or rows_aval.dtype.kind not in "iu":
+        return None
+    if rest and rest[-1] is Ellipsis:
+        rest = rest[:-1]
+    if len(rest) >= len(aval.shape) or not all(
+            isinstance(r, slice) and r == slice(None) for r in rest):
+        return None
+    return rows
+
+
+def _update_rows(x, rows, y, op, aval, idx, mode, indices_are_sorted, unique_indices):
+    """``x.at[rows].<op>(y)`` as one scatter of whole rows (JAX's staging of this index:
+    a window per row), rather than a scatter of every element at its flat position."""
+    from plax.numpy.creation import asarray
+    rows = asarray(rows)
+    rows_aval = get_aval(rows)
+    if rows_aval.dtype.kind == "i":  # negative rows count from the end, as in NumPy
+        n = lax.full((), aval.shape[0], rows_aval.dtype)
+        rows = lax.select_n(lax.lt(rows, lax.full((), 0, rows_aval.dtype)), rows,
+                            lax.add(rows, n))
+    lead = rows_aval.shape
+    tshape = lead + aval.shape[1:]
+    if 0 in tshape:
+        return x  # nothing selected: x as it is, as JAX leaves it
+    indices = lax.broadcast_in_dim(rows, lead + (1,), tuple(range(len(lead))))
+    y = _broadcast_update(y, tshape, idx)
+    dnums = ScatterDimensionNumbers(
+        update_window_dims=tuple(range(len(lead), len(tshape))), inserted_window_dims=(0,),
+        scatter_dims_to_operand_dims=(0,))
+    out = _SCATTERS[op](x, indices, y, dnums, indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=mode)
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)
     return out
