@@ -88,3 +88,13 @@ def test_compiler_ir_call_and_runtime_executable():
                                rtol=1e-6)
     assert callable(compiled.runtime_executable())
     assert compiled.runtime_executable() is compiled.runtime_executable()  # compiled once
+
+
+def test_shardings_follow_in_and_out_shardings():
+    with plax.set_mesh(plax.make_mesh((1,), ("x",))):
+        f = plax.jit(lambda u: u * 2, in_shardings=plax.P("x"), out_shardings=plax.P("x"))
+        compiled = f.lower(jnp.ones(4)).compile()
+        (given,), kwargs = compiled.input_shardings
+        for s in (given, compiled.output_shardings):
+            assert type(s).__name__ == "NamedSharding" and s.spec == plax.P("x")
+        assert kwargs == {}

@@ -50,10 +50,13 @@ _profile = trace_events.session
 
 
 def _execute(name: str, entry, bufs: list):
-    """Runs a compiled program (a cache entry) on ``bufs``; timed when a trace runs."""
+    """Runs a compiled program (a cache entry) on ``bufs``; timed when a trace runs. (The
+    fast path of ``JitFunction.__call__`` inlines this test, saving a call per jit call.)"""
     if _profile[0] is None:
         return entry.executable(*entry.const_bufs, *bufs)
     return _profile[0].run(name, entry, bufs)
+
+
 # Flags that change what tracing produces (dtypes, PRNG layout, promotion checks, the
 # default matmul precision recorded in dot_general) are part of every cache key.
 _trace_flags = [(False, True, "allow", "standard", "threefry2x32", None)]
@@ -1396,14 +1399,15 @@ class Compiled:
         from plax.transforms.jit_shardings import UNSPECIFIED, _type_sharding
         lowered = self._lowered
         avals = list(lowered.jaxpr.in_avals)
-        entries = [UNSPECIFIED] * len(avals)
+        entries = [None] * len(avals)
         shardings = lowered._jitted._shardings
         if shardings is not None and shardings.in_shardings is not None:
             args, kwargs = _tree_unflatten(lowered.in_tree, avals)
-            entries = list(shardings.in_params(args, len(tree_util.tree_leaves(kwargs))))
-        return _tree_unflatten(lowered.in_tree,
-                               [self._sharding_of(a, e, UNSPECIFIED, _type_sharding)
-                                for a, e in zip(avals, entries)])
+            entries = [None if e is UNSPECIFIED else e for e in
+                       shardings.in_params(args, len(tree_util.tree_leaves(kwargs)))]
+        return _tree_unflatten(lowered.in_tree, [
+            self._sharding_of(e if e is not None else _type_sharding(a))
+            for a, e in zip(avals, entries)])
 
     @property
     def output_shardings(self):
@@ -1414,19 +1418,17 @@ class Compiled:
           >>> jax.jit(jnp.sin).lower(jnp.ones(2)).compile().output_shardings.device_set
           {CpuDevice(id=0)}
         """
+        # (out_info already holds each output's out_shardings entry or its type's sharding)
         leaves, tree = _tree_flatten(self._lowered.out_info)
-        return _tree_unflatten(tree, [s.sharding if s.sharding is not None else
-                                      self._sharding_of(s, None, None, lambda a: None)
-                                      for s in leaves])
+        return _tree_unflatten(tree, [self._sharding_of(s.sharding) for s in leaves])
 
-    def _sharding_of(self, aval, entry, unspecified, type_sharding):
+    def _sharding_of(self, given):
+        """A sharding object for ``given`` (a Sharding, a PartitionSpec over the current mesh,
+        or None: the device the program runs on)."""
         from plax.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding, get_mesh
-        if entry is not unspecified and entry is not None:
-            if isinstance(entry, PartitionSpec):
-                return NamedSharding(get_mesh(), entry)
-            return entry
-        typed = type_sharding(aval)
-        return typed if typed is not None else SingleDeviceSharding(self._target()[1])
+        if given is None:
+            return SingleDeviceSharding(self._target()[1])
+        return NamedSharding(get_mesh(), given) if isinstance(given, PartitionSpec) else given
 
     def memory_analysis(self):
         """The bytes the program takes: arguments, outputs, donated-and-aliased inputs,
