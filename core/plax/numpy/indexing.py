@@ -553,12 +553,11 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     # every index form that reads also writes. Out-of-bounds positions read as n, which the
     # scatter drops (in "drop" mode, and in "promise_in_bounds" mode as XLA's scatter does);
     # "clip" clamps them instead.
-    ids = lax.reshape(lax.iota(np.int32, n), aval.shape)
     if gmode == GatherScatterMode.CLIP:
-        target = getitem(ids, idx, mode=gmode, ints_as_arrays=True)
+        target = flat_positions(aval.shape, idx, mode=gmode, ints_as_arrays=True)
     else:
-        target = getitem(ids, idx, mode=GatherScatterMode.FILL_OR_DROP, fill_value=n,
-                         ints_as_arrays=True)
+        target = flat_positions(aval.shape, idx, mode=GatherScatterMode.FILL_OR_DROP,
+                                fill_value=n, ints_as_arrays=True)
     tshape = get_aval(target).shape
     if 0 in tshape:
         return x  # nothing selected: x as it is, as JAX leaves it (``y`` is not broadcast)
@@ -575,6 +574,20 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)
     return out
+
+
+def flat_positions(shape: tuple, idx, **read_options):
+    """The flat (C-order) position of each element ``x[idx]`` selects, for an ``x`` of
+    ``shape``, laid out as ``x[idx]`` is: an iota indexed by the same machinery as
+    :func:`getitem` (``read_options`` are its keywords), so every index form that reads can
+    also write.
+
+    Example:
+      >>> flat_positions((2, 3), (slice(None), 1))
+      Array([1, 4], dtype=int32)
+    """
+    ids = lax.reshape(lax.iota(np.int32, math.prod(shape)), tuple(shape))
+    return getitem(ids, idx, **read_options)
 
 
 def _leading_rows(aval, idx):

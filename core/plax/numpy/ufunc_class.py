@@ -333,10 +333,9 @@ class ufunc:
         from plax import lax
         from plax.numpy.util import broadcast_to
         aval = get_aval(a)
-        # The flat position of every element a[indices] selects, in NumPy's order and
-        # layout: indexing an iota with the same index does all of NumPy's index rules.
-        positions = lax.reshape(lax.iota(np.int32, max(aval.size, 1))[:aval.size], aval.shape)
-        positions = positions[indices]
+        # the flat position of every element a[indices] selects, in NumPy's order and layout
+        from plax.numpy.indexing import flat_positions
+        positions = flat_positions(aval.shape, indices)
         shape = get_aval(positions).shape
         count = get_aval(positions).size
         if count == 0:
