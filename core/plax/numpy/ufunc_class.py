@@ -62,7 +62,7 @@ class ufunc:
             raise ValueError(f"a ufunc needs nin >= 1 and nout >= 1, got nin={nin}, nout={nout}")
         self.__name__ = name if name is not None else getattr(func, "__name__", "ufunc")
         self.__doc__ = getattr(func, "__doc__", None)
-        self._call, self._reduce, self._accumulate = call, reduce, accumulate
+        self._reduce, self._accumulate = reduce, accumulate
         self._at, self._reduceat = at, reduceat
         self._jitted: dict[str, Callable] = {}
         #: the call without the ``out``/``where`` keywords (what the operators use)

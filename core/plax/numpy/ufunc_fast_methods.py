@@ -22,7 +22,7 @@ def _converted(a, dtype):
     return a if dtype is None else lax.convert_element_type(a, dtype)
 
 
-def _finish(result, a_ndim: int, axes: tuple[int, ...], keepdims: bool, initial, combine):
+def _finish(result, axes: tuple[int, ...], keepdims: bool, initial, combine):
     """``combine(result, initial)`` where ``initial`` is given, then the kept axes."""
     if initial is not None:
         result = combine(result, initial)
@@ -58,7 +58,7 @@ def bitwise_reduce(ufunc_name: str, lax_reduce, identity: int, *, logical: bool 
                             aval.dtype)
             a = lax.select(broadcast_to(where, aval.shape), a, fill)
         axes = canonicalize_axis_tuple(axis, aval.ndim)
-        return _finish(lax_reduce(a, axes), aval.ndim, axes, keepdims, initial,
+        return _finish(lax_reduce(a, axes), axes, keepdims, initial,
                        getattr(ufuncs, ufunc_name))
     return reduce
 
@@ -77,7 +77,7 @@ def logaddexp_reduce(base2: bool):
             result = lax.div(logsumexp(lax.mul(a, ln2), axis=axes, where=where), ln2)
         else:
             result = logsumexp(a, axis=axes, where=where)
-        return _finish(result, aval.ndim, axes, keepdims, initial,
+        return _finish(result, axes, keepdims, initial,
                        ufuncs.logaddexp2 if base2 else ufuncs.logaddexp)
     return reduce
 
@@ -99,7 +99,7 @@ def cumulative(name: str):
     return accumulate
 
 
-def scatter_at(method: str):
+def scatter_at(ufunc_name: str, method: str):
     """``add.at`` and friends as one scatter (``a.at[indices].add(b)`` ...): the scatter
     applies every occurrence of a repeated index, as NumPy's unbuffered ``at`` does.
     Booleans go through the ufunc's generic loop (a scatter-add has no boolean form)."""
@@ -107,8 +107,6 @@ def scatter_at(method: str):
         from plax.numpy import ufuncs
         a = asarray_weak(a)
         if get_aval(a).dtype == np.bool_ or dtypes.dtype(b) == np.bool_:
-            ufunc = {"add": ufuncs.add, "multiply": ufuncs.multiply, "subtract":
-                     ufuncs.subtract, "max": ufuncs.maximum, "min": ufuncs.minimum}[method]
-            return ufunc._at_by_scan(a, indices, b)
+            return getattr(ufuncs, ufunc_name)._at_by_scan(a, indices, b)
         return getattr(a.at[indices], method)(b)
     return at
