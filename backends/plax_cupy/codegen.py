@@ -74,7 +74,8 @@ import numpy as np
 from plax import lax
 from plax.core.jaxpr import Literal, Var
 from plax.lax.fused_multiply_add import fma_p
-from plax.lowering import ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind, sub_cluster
+from plax.lowering import (ARG_REDUCTION, BROADCAST, INDEX, REDUCTION, fusion_kind,
+                           integer_exponent, sub_cluster)
 
 from plax_cupy import codegen_structural, special_source
 from plax_cupy.dtypes import (UnsupportedDtype, accumulator, ctype, is_floating, is_half,
@@ -1081,8 +1082,8 @@ def _real_expr(eqn, a: list[str], din: list, dout) -> str:
         return expr
     if prim is lax.convert_element_type_p:
         return convert_expr(a[0], din[0], dout)
-    if prim is lax.integer_pow_p:
-        return _integer_pow(a[0], eqn.params["y"], dout)
+    if (y := integer_exponent(eqn)) is not None:  # integer_pow, square
+        return _integer_pow(a[0], y, dout)
     raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
 
 
@@ -1145,8 +1146,8 @@ def _complex_expr(eqn, a: list[str], din: list, dout) -> str:
     if prim is lax.pow_p:  # (an integer exponent converted to the base's dtype)
         y = convert_expr(a[1], din[1], dout) if din[1].kind in "iu" else a[1]
         return f"plax_cpow({a[0]}, {y})"
-    if prim is lax.integer_pow_p:
-        return _integer_pow(a[0], eqn.params["y"], dout)
+    if (y := integer_exponent(eqn)) is not None:  # integer_pow, square
+        return _integer_pow(a[0], y, dout)
     if prim is lax.select_n_p:
         return _real_expr(eqn, a, din, dout)
     if prim is lax.bitcast_convert_type_p and din[0] == dout:  # (complex casts only to itself)

@@ -36,7 +36,8 @@ from plax.config import env_number
 from plax import dtypes, lax
 from plax.core.jaxpr import Literal, Var
 from plax.lax.fused_multiply_add import fma_p
-from plax.lowering import ARG_REDUCTION, CUMULATIVE, REDUCTION, FusionOptions, fusion_kind
+from plax.lowering import (ARG_REDUCTION, CUMULATIVE, REDUCTION, FusionOptions, fusion_kind,
+                           integer_exponent)
 
 #: dtypes the generated loops handle natively (no complex; float16 and bfloat16 below)
 DTYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
@@ -323,8 +324,9 @@ def elementwise(eqn, a: list[str]) -> str:
         return expr
     if prim is lax.convert_element_type_p:
         return _convert(a[0], din[0], dout)
-    if prim is lax.integer_pow_p:
-        return _integer_pow(a[0], eqn.params["y"], dout)
+    y = integer_exponent(eqn)  # integer_pow, square
+    if y is not None:
+        return _integer_pow(a[0], y, dout)
     raise Unsupported(f"{prim.name} on {din[0] if din else dout}")
 
 
@@ -373,10 +375,11 @@ def _low_float(eqn, a: list[str]) -> str:
             # infinite from 65520 on whatever float32 made of a larger one): rounded once
             return f"{_t(dout)}(np.float32({a[0]}))"
         raise Unsupported(f"convert_element_type from {src} to {dout} (would round twice)")
-    if prim is lax.integer_pow_p and dout == np.float16:
+    y = integer_exponent(eqn)
+    if y is not None and dout == np.float16:
         # NumPy multiplies float16 values in float16: each product rounded (as _integer_pow
         # does with _t(float16), the rounding function)
-        return _integer_pow(a[0], eqn.params["y"], dout)
+        return _integer_pow(a[0], y, dout)
     expr = elementwise(_Float32View(eqn), a)
     if dout not in LOW_FLOATS or prim in _EXACT:
         return expr

@@ -52,7 +52,7 @@ from plax import lax
 from plax.config import env_flag
 from plax.core.jaxpr import Literal
 from plax.lax.fused_multiply_add import fma_p
-from plax.lowering import PlaxFallbackWarning
+from plax.lowering import PlaxFallbackWarning, integer_exponent
 
 from plax_numba import f32_coefficients as C
 from plax_numba import llvm_tier_ints as ints
@@ -263,8 +263,8 @@ def _value(body: _Body, eqn, args: list[str]) -> str:
         return body.tanh_f32(args[0])
     if prim is lax.logistic_p and dout == _F32:
         return body.logistic_f32(args[0])
-    if prim is lax.integer_pow_p and floats:
-        y = int(eqn.params["y"])
+    y = integer_exponent(eqn)  # integer_pow, square
+    if y is not None and floats:
         if y == 0:
             return _float_text(1.0, dout)
         acc = power_products(body, args[0], abs(y), "fmul", t)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from plax import lax
+from plax.lowering import integer_exponent
 
 #: the integer dtypes: their LLVM type (registers and memory alike)
 INT_TYPES = {np.dtype(t): f"i{np.dtype(t).itemsize * 8}"
@@ -117,8 +118,8 @@ def value(body, eqn, args: list[str]) -> str:
         return _select(body, args, din[0], t)
     if prim is lax.convert_element_type_p:
         return _convert(body, args[0], src, dout)
-    if prim is lax.integer_pow_p and src in INT_TYPES:
-        y = int(eqn.params["y"])
+    y = integer_exponent(eqn)  # integer_pow, square
+    if y is not None and src in INT_TYPES:
         if y < 0:
             raise _unsupported("integer_pow with a negative exponent on integers")
         if y == 0:

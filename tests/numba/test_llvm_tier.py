@@ -33,7 +33,7 @@ def _program(x, y):
     either = lax.select_n(lax.le(y, 2.5), lax.convert_element_type(lax.ne(x, y), np.float32),
                           lax.tanh(y))
     return (selu, lax.logistic(x), lax.mul(lax.max(x, y), lax.min(x, y)), ratio,
-            lax.integer_pow(y, 3), lax.integer_pow(x, -2), either, lax.eq(x, y))
+            lax.integer_pow(y, 3), lax.integer_pow(x, -2), either, lax.eq(x, y), lax.square(x))
 
 
 def _inputs():

@@ -39,7 +39,7 @@ def _flat(x, y, u, v, s, f):
             lax.convert_element_type(x, np.int8), np.int64),
         lax.convert_element_type(u, np.float64), lax.convert_element_type(u, np.int64),
         lax.convert_element_type(x, np.bool_), lax.convert_element_type(lt, np.int32),
-        lax.integer_pow(x, 3), lax.clamp(np.int32(-1000), x, np.int32(1000)),
+        lax.integer_pow(x, 3), lax.square(y), lax.square(u), lax.clamp(np.int32(-1000), x, np.int32(1000)),
         lax.select_n(lax.convert_element_type(lax.bitwise_and(x, np.int32(3)), np.int32), x, y, s),
     )
 

@@ -1,8 +1,10 @@
 """Three elementwise primitives JAX added to lax: ``square`` (``x * x``), ``clz`` (count leading
 zeros) and ``mulhi`` (the high half of the double-width integer product).
 
-They are not declared fusible: a compiling backend that does not know them runs them on the
-reference kernels (``square`` is one multiply; ``clz``/``mulhi`` are rare integer tricks).
+``square`` is declared fusible (elementwise): the generators write it as ``integer_pow`` with
+``y=2`` (:func:`plax.lowering.fusion.integer_exponent`), so ``jnp.hypot`` and ``jnp.square`` stay
+in a fused kernel and in the Numba backend's native loops. ``clz`` and ``mulhi`` are not: a
+compiling backend runs them on its kernels for one equation (rare integer tricks).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 from plax.core.primitive import Primitive
 from plax.core.shaped_array import ShapedArray
 from plax.lax import binary as B
+from plax.lowering.fusion import ELEMENTWISE, register_fusible
 from plax.lax.base import (COMPLEX, FLOAT, INT, INTEGRAL, UINT, asarray, check_dtype,
                            same_dtypes, broadcasting_shape)
 from plax.transforms.batching import defbroadcasting, defvectorized
@@ -43,6 +46,7 @@ def _mulhi_abstract_eval(x, y):
     return ShapedArray(broadcasting_shape("mulhi", (x, y)), dt, x.weak_type and y.weak_type)
 
 
+register_fusible(square_p, ELEMENTWISE)
 defvectorized(square_p)
 defvectorized(clz_p)
 defbroadcasting(mulhi_p)

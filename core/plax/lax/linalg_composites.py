@@ -314,8 +314,11 @@ def cholesky_update(r_matrix: ArrayLike, w_vector: ArrayLike) -> Array:
         row = r_[k]
         rho = jnp.hypot(row[k], w_[k])
         c, s = row[k] / rho, w_[k] / rho
-        # rotate (row k, w) so that w[k] becomes 0; the entries left of k are zero in both
-        return r_.at[k].set(c * row + s * w_), c * w_ - s * row
+        # rotate (row k, w) so that w[k] becomes 0; the entries left of k are zero in both.
+        # (k is in range: a dynamic_update_slice, which loops compile natively, rather than
+        # the scatter that .at[k].set stages to drop out-of-range rows)
+        new_row = (c * row + s * w_)[None]
+        return plax.lax.dynamic_update_slice(r_, new_row, (k, 0)), c * w_ - s * row
 
     r_out, _ = plax.lax.fori_loop(0, n, step, (r, w))
     return jnp.triu(r_out)

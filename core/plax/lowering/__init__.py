@@ -19,7 +19,7 @@ _WHERE = {
     "Cluster": "fusion", "FusionOptions": "fusion", "HorizontalGroup": "fusion",
     "horizontal_groups": "fusion",
     "find_clusters": "fusion", "fusion_kind": "fusion", "fusible_primitives": "fusion", "order_for_fusion": "fusion",
-    "inserts_unit_axes": "fusion",
+    "inserts_unit_axes": "fusion", "integer_exponent": "fusion",
     "register_fusible": "fusion", "sub_cluster": "fusion",
     "dead_after": "liveness", "last_uses": "liveness",
     "literal_value": "literals",

@@ -246,6 +246,30 @@ def register_fusible(primitive, kind: str) -> None:
     _fusion_kinds[primitive] = kind
 
 
+def integer_exponent(eqn) -> int | None:
+    """The integer power an elementwise equation raises its operand to, or None.
+
+    ``integer_pow`` carries it as its ``y`` parameter; ``square`` (JAX's ``lax.square``,
+    which ``jnp.square`` and ``jnp.hypot`` stage) is the power 2. A generator writes both with
+    one square-and-multiply path, so each product rounds as the reference's does.
+
+    Args:
+      eqn: a :class:`~plax.core.JaxprEqn`.
+
+    Returns:
+      The exponent, or None for an equation of any other primitive.
+
+    Example:
+      >>> j = plax.make_jaxpr(lambda x: plax.lax.square(x) + x ** 3)(1.0).jaxpr
+      >>> [integer_exponent(e) for e in j.eqns]
+      [2, 3, None]
+    """
+    name = eqn.primitive.name
+    if name == "integer_pow":
+        return int(eqn.params["y"])
+    return 2 if name == "square" else None
+
+
 def fusible_primitives() -> dict:
     """Every primitive with a declared fusion kind, and that kind (a copy: registering goes
     through :func:`register_fusible`).

@@ -15,6 +15,7 @@ from plax import dtypes, lax
 from plax.core import get_aval, register_rule
 from plax.lax import binary, convert, cumulative, reduction, shape, slicing, unary
 from plax.lax.dot import dot_general_p
+from plax.lax.extra_elementwise import square_p
 from plax.lax.select import select_n_p
 from plax.transforms.call import jit_p
 
@@ -301,6 +302,7 @@ def _integer_pow(x: list, n: int) -> list:
 
 
 register_rule("jet", unary.integer_pow_p)(_primitive_rule(lambda x, p: _integer_pow(x, p["y"])))
+register_rule("jet", square_p)(_primitive_rule(lambda x, p: _integer_pow(x, 2)))  # (jnp.square)
 
 
 @register_rule("jet", binary.pow_p)

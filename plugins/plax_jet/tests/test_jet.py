@@ -64,6 +64,7 @@ ELEMENTWISE = {
     "logistic": plax.nn.sigmoid if hasattr(plax, "nn") else lax.logistic,
     "sqrt_rsqrt": lambda x: jnp.sqrt(x + 2.) + lax.rsqrt(x + 3.),
     "integer_pow": lambda x: x ** 3 + x ** -2,
+    "square": lambda x: jnp.square(x) + lax.square(jnp.sin(x)) + jnp.hypot(x, 2.),
     "pow_const": lambda x: jnp.power(x + 2., 1.5),
     "pow_series": lambda x: jnp.power(x + 2., x),
     "abs_max_min": lambda x: jnp.abs(x) + jnp.maximum(x, 0.3) + jnp.minimum(2. * x, 0.1),
