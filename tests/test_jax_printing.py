@@ -266,3 +266,21 @@ def test_shaped_array_repr_is_jax_s():
     except ImportError:
         return  # CI has no JAX: the record above is its answer
     assert _shaped_array_reprs(jax) == expected
+
+
+def test_shaped_array_takes_scalar_types_and_names_as_jax_s():
+    """``ShapedArray((3,), jnp.float32)``, as JAX code writes it, holds a NumPy dtype (it held
+    the scalar type, and printing it raised AttributeError); NumPy's reading, as JAX's: a
+    Python ``float`` is float64 even without x64. Equal to (and hashing as) the dtype's."""
+    from plax import numpy as jnp
+    from plax.core import ShapedArray
+    cases = [(np.float32, "float32"), (jnp.float32, "float32"), ("int8", "int8"),
+             (jnp.bfloat16, "bfloat16"), (float, "float64"), (bool, "bool")]
+    for given, name in cases:
+        a = ShapedArray((2, 3), given)
+        assert isinstance(a.dtype, np.dtype) and a.dtype.name == name
+        assert a == ShapedArray((2, 3), np.dtype(a.dtype))
+        assert hash(a) == hash(ShapedArray((2, 3), np.dtype(a.dtype)))
+        assert repr(a) == f"ShapedArray({name}[2,3])"
+    with pytest.raises(TypeError, match="ShapedArray takes a dtype"):
+        ShapedArray((3,), "floop")

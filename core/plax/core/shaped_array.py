@@ -24,6 +24,15 @@ def short_dtype_name(dtype: np.dtype) -> str:
 _NO_AXES: frozenset = frozenset()
 
 
+def _as_dtype(dtype) -> np.dtype:
+    # as JAX's: NumPy's reading, not canonicalized (float is float64 without x64 too)
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"ShapedArray takes a dtype (np.float32, jnp.int32, 'float32'...), "
+                        f"got {dtype!r}") from e
+
+
 class ShapedArray:
     """What a transform knows of an array without its values: shape, dtype and weak type.
 
@@ -52,6 +61,8 @@ class ShapedArray:
                  vma: frozenset = _NO_AXES, sharding: Any = None,
                  unreduced: frozenset = _NO_AXES):
         self.shape = tuple(shape)
+        if isinstance(dtype, (type, str)):  # a scalar type (np.float32, jnp.int8) or a name,
+            dtype = _as_dtype(dtype)          # as JAX's ShapedArray takes them
         self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma
