@@ -25,6 +25,7 @@ _WHERE = {
     "literal_value": "literals",
     "numpy_errors_off": "host",
     "explicit_broadcasts": "simplify", "fold_transposed_products": "simplify",
+    "fold_scalar_constants": "simplify",
     "BodyRunner": "bodies", "body_kernel": "bodies", "body_step": "bodies",
     "host_kernel": "bodies", "register_body_kernel": "bodies", "runner_for": "bodies",
     "call_body": "calls", "spliced_calls": "calls", "lower": "program", "fusion_units": "program", "register_call_primitive": "calls",

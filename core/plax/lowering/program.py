@@ -22,7 +22,8 @@ from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pin
 from plax.lowering.fusion import Cluster, HorizontalGroup, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
 from plax.lowering.simplify import (common_subexpressions, compose_broadcasts, explicit_broadcasts,
-                                   hoist_broadcasts, sink_unit_reshapes, unit_reductions)
+                                   fold_scalar_constants, hoist_broadcasts, sink_unit_reshapes,
+                                   unit_reductions)
 
 def lower(jaxpr: Jaxpr, emitter: Emitter, backend, device) -> Callable[..., list]:
     """Compiles a constvar-free ``jaxpr`` into ``fn(*buffers) -> list of buffers``.
@@ -109,11 +110,13 @@ def fusion_units_formed() -> int:
 
 
 def _fusion_units(jaxpr: Jaxpr, options) -> list:
-    # (a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
+    # (scalar arithmetic on literals alone is computed once, here, not at every call;
+    # a fusing generator reads an operand at the loop's index: size-1 broadcasts explicit;
     # a reduction over size-1 axes is a reshape, a view rather than a kernel; a repeated
     # equation, an elementwise one cut off by keepdims reshapes, a cheap one read only through
     # a broadcast, a broadcast of a broadcast would each be a kernel of its own)
-    simple = compose_broadcasts(sink_unit_reshapes(common_subexpressions(unit_reductions(jaxpr))))
+    simple = common_subexpressions(unit_reductions(fold_scalar_constants(jaxpr)))
+    simple = compose_broadcasts(sink_unit_reshapes(simple))
     simple = compose_broadcasts(hoist_broadcasts(simple))
     return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), options), options))
 

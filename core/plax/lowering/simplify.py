@@ -20,7 +20,9 @@ kernel (a launch on a GPU).
 """
 from __future__ import annotations
 
-from plax.core.jaxpr import Jaxpr, JaxprEqn, Var
+import numpy as np
+
+from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 
 
@@ -289,6 +291,57 @@ def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
                 continue
             seen[key] = eqn
         eqns.append(eqn)
+    if not rename:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` with each scalar elementwise equation of literals alone computed now.
+
+    ``grad`` of a mean stages ``neg 1.0`` and ``div -1.0 128.0`` (the cotangent's seed over
+    the count); as written, each is a step of the program at every call (a kernel launch on
+    a GPU) that computes the same number. XLA folds such constants when it compiles, and so
+    does this pass: an equation of an elementwise primitive whose operands are all literals
+    and whose one result is a scalar runs once, on the reference backend's kernel, and its
+    readers read the result as a literal. Results that are the jaxpr's outputs keep their
+    equation. Sub-jaxprs are left as they are (a backend lowers each with this same pass).
+
+    Args:
+      jaxpr: the program to rewrite (not modified).
+
+    Returns:
+      ``jaxpr`` itself when nothing folds, else a new :class:`Jaxpr` with the same inputs
+      and outputs.
+
+    Example:
+      >>> j = plax.make_jaxpr(plax.grad(lambda x: jnp.mean(x * x)))(jnp.ones(4)).jaxpr
+      >>> [e.primitive.name for e in j.eqns[2:5]]  # the loss (unread), the seed 1/4, its broadcast
+      ['div', 'div', 'broadcast_in_dim']
+      >>> folded = fold_scalar_constants(j)
+      >>> [e.primitive.name for e in folded.eqns[2:4]], folded.eqns[3].invars[0].val
+      (['div', 'broadcast_in_dim'], np.float32(0.25))
+    """
+    from plax.lowering.fallback import reference_kernel
+    from plax.lowering.fusion import ELEMENTWISE, fusion_kind
+    from plax.lowering.literals import literal_value
+    outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    rename: dict = {}
+    eqns: list = []
+    for eqn in jaxpr.eqns:
+        eqn = _renamed(eqn, rename)
+        out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+        foldable = (out is not None and eqn.invars and out.aval.shape == ()
+                    and id(out) not in outputs and not eqn.primitive.multiple_results
+                    and all(isinstance(v, Literal) for v in eqn.invars)
+                    and fusion_kind(eqn.primitive) == ELEMENTWISE)
+        kernel = reference_kernel(eqn.primitive) if foldable else None
+        if kernel is None:
+            eqns.append(eqn)
+            continue
+        with np.errstate(all="ignore"):
+            value = kernel(*[literal_value(v) for v in eqn.invars], **eqn.params)
+        rename[out] = Literal(np.asarray(value, out.aval.dtype)[()], out.aval)
     if not rename:
         return jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
