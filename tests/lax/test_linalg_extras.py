@@ -134,14 +134,35 @@ def test_tridiagonal_solve_is_lapacks_gtsv_for_all_dtypes():
 
 
 @pytest.mark.parametrize("cplx", [False, True])
+def test_tridiagonal_solve_pivots_as_gtsv(cplx):
+    """Diagonals far from dominance, a zero leading pivot, and a batch holding a singular
+    system: LAPACK's partial pivoting (its solutions, to rounding), where elimination without
+    row exchanges divided by zero; the singular system alone is all NaN, as JAX marks a
+    failed gtsv."""
+    n = 9
+    dl, d, du = rand(n, cplx), 0.05 * rand(n, cplx), rand(n, cplx)
+    d[0] = 0
+    b = rand((n, 2), cplx)
+    want = lapack_fn("dgtsv", "zgtsv", cplx)(dl[1:], d, du[:-1], b)[3]
+    sing_dl, sing_d, sing_du = dl.copy(), d.copy(), du.copy()
+    sing_d[0], sing_du[0] = 1.0, 1.0                    # rows 0 and 1 both (1, 1, 0, ...)
+    sing_dl[1], sing_d[1], sing_du[1] = 1.0, 1.0, 0.0
+    with x64():
+        got = np.asarray(L.tridiagonal_solve(np.stack([dl, sing_dl]), np.stack([d, sing_d]),
+                                             np.stack([du, sing_du]), np.stack([b, b])))
+    close(got[0], want, 1e-12)
+    assert np.isnan(got[1]).all()
+
+
+@pytest.mark.parametrize("cplx", [False, True])
 def test_tridiagonal_solve_perturb_singular_gives_finite_results(cplx):
-    # rows 0 and 1 are equal, so T is singular and the second pivot is exactly zero
+    # rows 0 and 1 are equal, so T is singular: a zero pivot even with row exchanges
     dl = np.array([0.0, 1.0, 1.0, 2.0], complex if cplx else float)
     d = np.array([1.0, 1.0, 3.0, 1.0], dl.dtype)
-    du = np.array([1.0, 1.0, 1.0, 0.0], dl.dtype)
+    du = np.array([1.0, 0.0, 1.0, 0.0], dl.dtype)
     b = rand((4, 2), cplx)
     with x64():
-        assert not np.isfinite(np.asarray(L.tridiagonal_solve(dl, d, du, b))).all()
+        assert np.isnan(np.asarray(L.tridiagonal_solve(dl, d, du, b))).all()
         x = np.asarray(L.tridiagonal_solve(dl, d, du, b, perturb_singular=True))
         assert np.isfinite(x).all()
         # a regular system is solved as without the option

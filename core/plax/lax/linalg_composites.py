@@ -31,30 +31,26 @@ def _lax():
 # ------------------------------------------------------------------ tridiagonal_solve
 
 
-def _thomas(dl, d, du, b, perturb: bool):
-    """The Thomas algorithm on the first (row) axis: a forward sweep eliminating the
-    subdiagonal (pivots ``den[i] = d[i] - dl[i] * c[i-1]``, scaled superdiagonal
-    ``c[i] = du[i] / den[i]`` and right-hand side ``y``), then a backward substitution.
-    Diagonals are ``(m, ...)``, ``b`` ``(m, ..., n)``.
-
-    With ``perturb``, a pivot smaller than ``eps`` times the largest entry of the matrix is
-    moved to that size (keeping its phase), so singular systems give finite results."""
+def _perturbed_thomas(dl, d, du, b):
+    """``perturb_singular``'s solve: the Thomas algorithm on the first (row) axis, a forward
+    sweep eliminating the subdiagonal without row exchanges (pivots ``den[i] = d[i] - dl[i] *
+    c[i-1]``, scaled superdiagonal ``c[i] = du[i] / den[i]`` and right-hand side ``y``), then
+    a backward substitution; a pivot smaller than ``eps`` times the largest entry of the
+    matrix is moved to that size (keeping its phase), so singular systems give finite
+    results. Diagonals are ``(m, ...)``, ``b`` ``(m, ..., n)``."""
     jnp = _jnp()
-    if perturb:
-        eps = jnp.finfo(d.dtype).eps
-        tiny = eps * jnp.max(jnp.maximum(jnp.maximum(jnp.abs(dl), jnp.abs(d)), jnp.abs(du)),
-                             axis=0)
-        tiny = jnp.where(tiny == 0, jnp.ones_like(tiny), tiny)
+    eps = jnp.finfo(d.dtype).eps
+    tiny = eps * jnp.max(jnp.maximum(jnp.maximum(jnp.abs(dl), jnp.abs(d)), jnp.abs(du)), axis=0)
+    tiny = jnp.where(tiny == 0, jnp.ones_like(tiny), tiny)
 
     def forward(carry, row):
         c_prev, y_prev = carry
         dl_i, d_i, du_i, b_i = row
         den = d_i - dl_i * c_prev
-        if perturb:
-            mag = jnp.abs(den)
-            phase = jnp.where(mag == 0, jnp.ones_like(den),
-                              den / jnp.where(mag == 0, jnp.ones_like(mag), mag).astype(den.dtype))
-            den = jnp.where(mag < tiny, phase * tiny.astype(den.dtype), den)
+        mag = jnp.abs(den)
+        phase = jnp.where(mag == 0, jnp.ones_like(den),
+                          den / jnp.where(mag == 0, jnp.ones_like(mag), mag).astype(den.dtype))
+        den = jnp.where(mag < tiny, phase * tiny.astype(den.dtype), den)
         c = du_i / den
         y = (b_i - dl_i[..., None] * y_prev) / den[..., None]
         return (c, y), (c, y)
@@ -69,6 +65,63 @@ def _thomas(dl, d, du, b, perturb: bool):
 
     _, x = _lax().scan(backward, jnp.zeros_like(b[0]), (c, y), reverse=True)
     return x
+
+
+def _magnitude(v):
+    """LAPACK's pivot size: ``|v|`` for reals, ``|re| + |im|`` for complex (``CABS1``)."""
+    jnp = _jnp()
+    if jnp.iscomplexobj(v):
+        return jnp.abs(v.real) + jnp.abs(v.imag)
+    return jnp.abs(v)
+
+
+def _gtsv(dl, d, du, b):
+    """Gaussian elimination with partial pivoting, as LAPACK's ``gtsv``: at each row the
+    larger (by :func:`_magnitude`) of the pivot and the entry below it leads, the rows
+    exchanged when it is the entry below, which fills a second superdiagonal in; then a
+    backward substitution over the three upper diagonals. Diagonals ``(m, ...)``, ``b``
+    ``(m, ..., n)``. A zero pivot (a singular ``T``) makes that system's whole solution NaN,
+    as JAX marks a failed ``gtsv``."""
+    jnp, lax = _jnp(), _lax()
+    zero = jnp.zeros_like(d[0])
+
+    def eliminate(carry, below):
+        # carry: row i as the previous steps left it; below: row i + 1 as given
+        d_i, du_i, b_i, ok = carry
+        l, d_n, du_n, b_n = below
+        swap = _magnitude(d_i) < _magnitude(l)
+        pivot = jnp.where(swap, l, d_i)
+        ok = ok & (pivot != 0)
+        safe = jnp.where(pivot == 0, jnp.ones_like(pivot), pivot)
+        fact = jnp.where(swap, d_i, l) / safe
+        # row i as kept (pivot, superdiagonal, second superdiagonal, right-hand side)
+        kept = (pivot, jnp.where(swap, d_n, du_i), jnp.where(swap, du_n, zero),
+                jnp.where(swap[..., None], b_n, b_i))
+        # row i + 1 less fact times the kept row (its entry in column i is then zero)
+        nxt = (jnp.where(swap, du_i - fact * d_n, d_n - fact * du_i),
+               jnp.where(swap, -fact * du_n, du_n),
+               jnp.where(swap[..., None], b_i - fact[..., None] * b_n,
+                         b_n - fact[..., None] * b_i))
+        return (*nxt, ok), kept
+
+    ok = jnp.ones(d.shape[1:], bool)
+    (d_l, du_l, b_l, ok), rows = lax.scan(
+        eliminate, (d[0], du[0], b[0], ok), (dl[1:], d[1:], du[1:], b[1:]))
+    ok = ok & (d_l != 0)
+    piv = jnp.concatenate([rows[0], d_l[None]])
+    up1 = jnp.concatenate([rows[1], du_l[None]])
+    up2 = jnp.concatenate([rows[2], zero[None]])
+    y = jnp.concatenate([rows[3], b_l[None]])
+
+    def substitute(carry, row):
+        x1, x2 = carry   # x[i + 1], x[i + 2]
+        p, u1, u2, y_i = row
+        x = (y_i - u1[..., None] * x1 - u2[..., None] * x2) / p[..., None]
+        return (x, x1), x
+
+    nothing = jnp.zeros_like(b[0])
+    _, x = lax.scan(substitute, (nothing, nothing), (piv, up1, up2, y), reverse=True)
+    return jnp.where(ok[..., None], x, jnp.full_like(x, jnp.nan))
 
 
 def _tridiagonal_matmul(dl, d, du, x):
@@ -90,7 +143,8 @@ def _solve_rows_first(dl, d, du, b, perturb: bool = False):
     # the ignored corners are zeroed, so they cannot reach the solution
     dl = dl.at[..., 0].set(0)
     du = du.at[..., -1].set(0)
-    x = _thomas(*(_rows_first(v, 1) for v in (dl, d, du)), _rows_first(b, 2), perturb)
+    diags, rhs = [_rows_first(v, 1) for v in (dl, d, du)], _rows_first(b, 2)
+    x = _perturbed_thomas(*diags, rhs) if perturb else _gtsv(*diags, rhs)
     return jnp.moveaxis(x, 0, -2)
 
 
@@ -142,19 +196,20 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
     ``T`` has subdiagonal ``dl[1:]``, diagonal ``d`` and superdiagonal ``du[:-1]``
     (``dl[..., 0]`` and ``du[..., -1]`` are ignored), as LAPACK's ``gtsv`` takes them.
 
-    Computed by the Thomas algorithm (elimination without pivoting: a forward and a backward
-    ``scan``);
-    differentiable in all four arguments by the implicit rule ``T dx = db - dT x``.
+    Computed as LAPACK's ``gtsv`` computes it: elimination with partial pivoting, then a
+    backward substitution (two ``scan``\ s); differentiable in all four arguments by the
+    implicit rule ``T dx = db - dT x``.
 
     Args:
       dl, d, du: ``(..., m)``, one shape, floating or complex.
       b: ``(..., m, n)``, the right-hand sides (same batch axes and dtype).
       perturb_singular: move pivots smaller than ``eps * max|T|`` to that size, so singular
-        systems give finite results (for inverse iteration). plax's pivots are those of
-        elimination without row exchanges, so its perturbed solutions differ from LAPACK's.
+        systems give finite results (for inverse iteration). This path eliminates without
+        row exchanges, so its perturbed solutions differ from JAX's.
 
     Returns:
-      ``x`` of ``b``'s shape. Without ``perturb_singular`` a zero pivot gives infs/NaNs.
+      ``x`` of ``b``'s shape. Without ``perturb_singular`` a singular system's ``x`` is all
+      NaN (as JAX marks a failed ``gtsv``).
 
     Example:
       >>> lax.linalg.tridiagonal_solve(jnp.array([0., 1.]), jnp.array([2., 2.]),
