@@ -197,7 +197,7 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
     (``dl[..., 0]`` and ``du[..., -1]`` are ignored), as LAPACK's ``gtsv`` takes them.
 
     Computed as LAPACK's ``gtsv`` computes it: elimination with partial pivoting, then a
-    backward substitution (two ``scan``\ s); differentiable in all four arguments by the
+    backward substitution (two scans); differentiable in all four arguments by the
     implicit rule ``T dx = db - dT x``.
 
     Args:
