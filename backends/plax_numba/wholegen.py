@@ -69,7 +69,7 @@ from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, RE
 from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
-from plax_numba import cache, codegen, codegen_split
+from plax_numba import cache, codegen, codegen_split, wholegen_indexing
 from plax_numba.codegen import Unsupported, _cast, _t, constant
 from plax_numba.kernels import product_madds
 
@@ -90,7 +90,9 @@ MATVEC_MAX = 64 * 64
 
 #: what a native loop or whole-program kernel does not compile: a body using one of these
 #: keeps the per-equation path (a Python loop calling the compiled body), with one warning
-NOT_NATIVE = ("gather", "scatter*", "sort", "float16/bfloat16 argmax/argmin/cummax/cummin",
+NOT_NATIVE = ("float16/bfloat16 scatter-add/mul and gathers filling out-of-bounds windows",
+              "floating scatter-min/max", "gather/scatter with uint64 indices",
+              "sort", "float16/bfloat16 argmax/argmin/cummax/cummin",
               "random_bits", "fft", "linalg", "conv_general_dilated",
               "reduce_precision", "complex dtypes", "float16/bfloat16 dot_general",
               "callbacks")
@@ -1211,6 +1213,7 @@ _HANDLERS = {
     lax.dot_general_p: _dot_general, lax.cond_p: _cond, lax.while_p: _while,
     lax.scan_p: _scan,
 }
+_HANDLERS.update(wholegen_indexing.HANDLERS)
 for _name in ("copy_p", "copy_p_"):
     if hasattr(lax, _name):
         _HANDLERS[getattr(lax, _name)] = _copy
