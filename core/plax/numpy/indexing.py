@@ -8,9 +8,11 @@ forward and get a zero gradient, as in JAX (the gather's mode is "promise_in_bou
 index whose only arrays are scalars (0-d or traced) reads one window with ``dynamic_slice``
 instead, as JAX does: clamped both ways, the gradient going to the clamped element.
 
-``x.at[idx].set(y)`` finds the flat positions of ``x[idx]`` by indexing an iota
-with the same machinery, then scatters into the flattened array, so every
-index form that reads also writes, with out-of-bounds updates dropped.
+``x.at[idx].set(y)`` with integer arrays is one scatter of windows with the start indices
+and dimension numbers of the gather ``x[idx]`` reads with (one plan for both, as JAX stages
+them), out-of-bounds windows dropped (or clamped with ``mode="clip"``); a static box is a
+``dynamic_update_slice``; what neither covers (a scalar boolean index) scatters into the
+flattened array at the flat positions of ``x[idx]``, found by indexing an iota.
 """
 from __future__ import annotations
 
