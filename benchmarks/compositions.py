@@ -1,6 +1,7 @@
 """Functions plax composes from other primitives (``lax.linalg``'s tridiagonal_solve,
 householder_product, cholesky_update, ...; the ufunc methods ``subtract.accumulate``,
-``add.at``, ``add.reduceat``), jitted, beside JAX in one run.
+``add.at``, ``add.reduceat``; ``.at[]`` updates with integer arrays), jitted, beside JAX in
+one run.
 
     python benchmarks/compositions.py [--repeat 5] [--clock process]
 
@@ -38,6 +39,7 @@ def _workloads(m, rng):
     refl = np.tril(rng.normal(size=(256, 64)), -1).astype(np.float32)
     x = rng.normal(size=(512, 512)).astype(np.float32)
     idx = rng.integers(0, 512, size=4096).astype(np.int32)
+    cols = rng.integers(-512, 512, size=4096).astype(np.int32)  # (negative ones among them)
     starts = np.sort(rng.choice(512, size=64, replace=False)).astype(np.int32)
     return [
         ("tridiagonal_solve 1000x4", lambda lib: lib.lax.linalg.tridiagonal_solve,
@@ -49,6 +51,10 @@ def _workloads(m, rng):
          lambda lib: lambda t: lib.numpy.subtract.accumulate(t, axis=1), (x,)),
         ("add.at 512x512, 4096 rows",
          lambda lib: lambda t, i: lib.numpy.add.at(t, i, 1.0, inplace=False), (x, idx)),
+        ("x.at[rows, cols].add 512x512, 4096",
+         lambda lib: lambda t, i, j: t.at[i, j].add(1.0), (x, idx, cols)),
+        ("x.at[:, cols].set 512x512, 4096",
+         lambda lib: lambda t, j: t.at[:, j].set(0.0), (x, cols)),
         ("add.reduceat 512x512, 64 slices",
          lambda lib: lambda t, i: lib.numpy.add.reduceat(t, i, axis=0), (x, starts)),
     ]

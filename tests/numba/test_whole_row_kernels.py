@@ -137,9 +137,9 @@ def _take_along_rows_vjp(x, y, ct):
 @pytest.mark.parametrize("mode", list(lax.GatherScatterMode))
 def test_single_element_scatter_adds_have_the_reference_bits(dtype, mode):
     """Single-element scatter-adds (no update window), batched (``take_along_axis``'s
-    gradient) and not (``x.at[i, j].add(v)``, which plax scatters into the flattened
-    table, and one over two axes), with duplicate positions and indices out of range on
-    both sides: the reference kernel's bits in every mode."""
+    gradient) and not (one into the flattened table, as the flat-position plan of ``.at[]``
+    scatters, and ``x.at[i, j].add(v)``'s over two axes), with duplicate positions and
+    indices out of range on both sides: the reference kernel's bits in every mode."""
     rng = np.random.default_rng(8)
     table = (rng.standard_normal((6, 50)) * 100).astype(dtype)
     cols = rng.integers(-3, 53, (6, 4, 1)).astype(np.int32)
@@ -149,16 +149,17 @@ def test_single_element_scatter_adds_have_the_reference_bits(dtype, mode):
                                np.zeros((6, 1), np.float32))
     assert batched.params["dimension_numbers"].operand_batching_dims == (0,)
     i, j = np.zeros(9, np.int32), np.zeros(9, np.int32)
-    flat = _scatter_add_eqn(lambda x, i, j, v: x.at[i, j].add(v), table, i, j,
-                            np.zeros(9, dtype))  # (plax scatters into the flattened table)
+    two_axes = _scatter_add_eqn(lambda x, i, j, v: x.at[i, j].add(v), table, i, j,
+                                np.zeros(9, dtype)).params
+    assert two_axes["dimension_numbers"].scatter_dims_to_operand_dims == (0, 1)
     at = rng.integers(-3, 303, (9, 1)).astype(np.int32)
     ij = np.stack([rng.integers(-2, 8, 9), rng.integers(-3, 53, 9)], -1).astype(np.int32)
     at[3], at[7], ij[3], ij[7] = at[1], at[1], ij[1], ij[1]  # an element three times
-    two_axes = dict(flat.params, dimension_numbers=lax.ScatterDimensionNumbers(
-        update_window_dims=(), inserted_window_dims=(0, 1), scatter_dims_to_operand_dims=(0, 1)))
+    flat = dict(two_axes, dimension_numbers=lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)))
     u9 = updates.reshape(-1)[:9]
     for operand, params, indices, u in ((table, batched.params, cols, updates),
-                                        (table.reshape(-1), flat.params, at, u9),
+                                        (table.reshape(-1), flat, at, u9),
                                         (table, two_axes, ij, u9)):
         assert not params["dimension_numbers"].update_window_dims
         p = dict(params, mode=mode)

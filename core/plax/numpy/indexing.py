@@ -8,15 +8,17 @@ forward and get a zero gradient, as in JAX (the gather's mode is "promise_in_bou
 index whose only arrays are scalars (0-d or traced) reads one window with ``dynamic_slice``
 instead, as JAX does: clamped both ways, the gradient going to the clamped element.
 
-``x.at[idx].set(y)`` finds the flat positions of ``x[idx]`` by indexing an iota
-with the same machinery, then scatters into the flattened array, so every
-index form that reads also writes, with out-of-bounds updates dropped.
+``x.at[idx].set(y)`` with integer arrays is one scatter of windows with the start indices
+and dimension numbers of the gather ``x[idx]`` reads with (one plan for both, as JAX stages
+them), out-of-bounds windows dropped (or clamped with ``mode="clip"``); a static box is a
+``dynamic_update_slice``; what neither covers (a scalar boolean index) scatters into the
+flattened array at the flat positions of ``x[idx]``, found by indexing an iota.
 """
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -360,6 +362,15 @@ def _insert_new_axes(x, entries, adv_block):
     """Inserts the axes of 'none' entries. ``adv_block`` is None, or (placement, rank) of the
     advanced-index block: placement "front" (non-adjacent advanced indices, NumPy moves their
     axes first) or "inline" (at the first advanced index). Returns (array, [(entry, axis)])."""
+    new_axes = _new_axis_positions(entries, adv_block)
+    if new_axes:
+        x = lax.expand_dims(x, [a for _, a in new_axes])
+    return x, new_axes
+
+
+def _new_axis_positions(entries, adv_block) -> list:
+    """Where the 'none' entries' axes stand in ``x[idx]``, as [(entry, axis)] (``adv_block``
+    as for :func:`_insert_new_axes`)."""
     new_axes, pos, placed = [], 0, False
     if adv_block is not None and adv_block[0] == "front":
         pos, placed = adv_block[1], True
@@ -372,23 +383,39 @@ def _insert_new_axes(x, entries, adv_block):
         elif e[0] == "array" and not placed:
             pos += adv_block[1]
             placed = True
-    if new_axes:
-        x = lax.expand_dims(x, [a for _, a in new_axes])
-    return x, new_axes
+    return new_axes
 
 
-def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
-    """One gather for an index of integer arrays (advanced indices), static ints among them,
-    and static slices, as JAX 0.10.2 stages it: a unit-step slice is a window of the gather
-    (its start, unless 0 with the whole axis kept, one more column of the start indices), a
-    slice with another step gathers ``start + step * iota`` (a negative step gathers those
-    positions ascending, then reverses the result along that axis). The advanced indices'
-    batch axes stand where the first of them is when they are adjacent, else in front.
-    ``sliced``: ``x`` is already cut by the slices (each then keeps its whole axis)."""
+class _IndexPlan(NamedTuple):
+    """How an index of integer arrays (and static ints and slices among them) reads as one
+    ``gather`` and writes as one ``scatter`` with the same start indices and dimension numbers,
+    as JAX 0.10.2 stages both (the scatter's update_window_dims, inserted_window_dims and
+    scatter_dims_to_operand_dims are the gather's offset_dims, collapsed_slice_dims and
+    start_index_map)."""
+    indices: Any          # the start indices: (*batch, columns)
+    dnums: GatherDimensionNumbers
+    slice_sizes: tuple    # the window read (and written) at each start
+    shape: tuple          # the shape the gather reads, which the scatter's updates have
+    reversed_dims: tuple  # axes of ``shape`` gathered ascending for a negative-step slice
+    block: tuple          # where the advanced indices' batch axes stand (_insert_new_axes)
+
+
+def _plan_index(x, entries, adv, sliced: bool = False):
+    """The gather/scatter plan of an index with integer arrays ``adv`` (entry numbers; ints
+    among them as Python ints), as JAX 0.10.2 stages it: a unit-step slice is a window (its
+    start, unless 0 with the whole axis kept, one more column of the start indices), a slice
+    with another step gathers ``start + step * iota`` (a negative step gathers those positions
+    ascending; the plan says which axes to reverse). The advanced indices' batch axes stand
+    where the first of them is when they are adjacent, else in front. ``sliced``: ``x`` is
+    already cut by the slices (each then keeps its whole axis).
+
+    Returns ``(x, plan)``: ``x`` padded where integer arrays index an empty axis (a read of
+    nothing, which needs a well-formed gather), and the :class:`_IndexPlan`; or ``(x, None)``
+    for an index with no start column at all (whole axes only: nothing to gather by)."""
     from plax.numpy.creation import asarray
     from plax.numpy.shape_ops import broadcast_arrays
     from plax.numpy.util import broadcast_shapes
-    contiguous = adv == list(range(adv[0], adv[-1] + 1))
+    contiguous = not adv or adv == list(range(adv[0], adv[-1] + 1))
     shape = get_aval(x).shape
     # operand axis of each entry (None and advanced entries consume/skip as usual)
     axes, axis = {}, 0
@@ -417,7 +444,7 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
                 i, dt = lax.convert_element_type(i, index_dtype), np.dtype(index_dtype)
             i = lax.select(lax.lt(i, np.zeros((), dt)), lax.add(i, np.array(d, dt)), i)
         idx_arrays.append(i)
-    batch_shape = broadcast_shapes(*(get_aval(i).shape for i in idx_arrays))
+    batch_shape = broadcast_shapes(*(get_aval(i).shape for i in idx_arrays)) if adv else ()
     empty_axes = [a for a in adv_axes if shape[a] == 0]
     if empty_axes:
         if math.prod(batch_shape):
@@ -426,12 +453,13 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
         x = lax.pad(x, lax.full((), 0, get_aval(x).dtype),
                     [(0, 1 if a in empty_axes else 0, 0) for a in range(len(shape))])
         shape = get_aval(x).shape
-    # walk the entries: each gather start-index column (an array and the gather-index axes its
-    # axes fill, or a scalar start), the gathered batch axes, the window
+    # walk the entries: each start-index column (an array and the index axes its axes fill,
+    # or a scalar start), the batch axes, the window
     columns, batch, start_map, collapsed, offset_dims, reverse = [], [], [], [], [], []
     slice_sizes = list(shape)
+    out_shape = []
     y = 0  # output axis (before new axes are inserted)
-    adv_at = adv[0] if contiguous else 0
+    adv_at = (adv[0] if contiguous else 0) if adv else None
     for k, e in enumerate(entries):
         if k == adv_at:  # the advanced indices' batch axes, all at once
             # broadcast and converted to the gather's index dtype here, as JAX does
@@ -440,6 +468,7 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
             first = len(batch)
             columns += [(i, tuple(range(first, first + len(batch_shape)))) for i in idx_arrays]
             batch += list(batch_shape)
+            out_shape += list(batch_shape)
             start_map += adv_axes
             collapsed += adv_axes
             for a in adv_axes:
@@ -450,7 +479,7 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
         a, d = axes[k], shape[axes[k]]
         start, stop, step = (0, d, 1) if sliced else e[1].indices(d)
         n = len(range(start, stop, step))
-        if step == 1:  # a window of the gather
+        if step == 1:  # a window
             if start != 0 or n != d:
                 columns.append((np.int32(start), ()))
                 start_map.append(a)
@@ -466,19 +495,31 @@ def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
             start_map.append(a)
             collapsed.append(a)
             slice_sizes[a] = 1
+        out_shape.append(n)
         y += 1
+    if not columns:
+        return x, None
     nb = len(batch)
     indices = lax.concatenate([lax.broadcast_in_dim(c, tuple(batch) + (1,), dims)
                                for c, dims in columns], nb)
     dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
                                    collapsed_slice_dims=tuple(sorted(collapsed)),
                                    start_index_map=tuple(start_map))
+    block = ("inline" if contiguous else "front", len(batch_shape))
+    return x, _IndexPlan(indices, dnums, tuple(slice_sizes), tuple(out_shape), tuple(reverse),
+                         block)
+
+
+def _advanced(x, entries, adv, mode, fill_value, sliced: bool = False):
+    """One gather for an index of integer arrays (advanced indices), static ints among them,
+    and static slices, as JAX 0.10.2 stages it (see :func:`_plan_index`)."""
+    x, plan = _plan_index(x, entries, adv, sliced)
     gmode = GatherScatterMode.from_any(mode) if mode is not None else GatherScatterMode.PROMISE_IN_BOUNDS
-    out = lax.gather(x, indices, dnums, tuple(slice_sizes), mode=gmode, fill_value=fill_value)
-    if reverse:
-        out = lax.rev(out, tuple(reverse))
-    block = ("front", len(batch_shape)) if not contiguous else ("inline", len(batch_shape))
-    return _insert_new_axes(out, entries, block)
+    out = lax.gather(x, plan.indices, plan.dnums, plan.slice_sizes, mode=gmode,
+                     fill_value=fill_value)
+    if plan.reversed_dims:
+        out = lax.rev(out, plan.reversed_dims)
+    return _insert_new_axes(out, entries, plan.block)
 
 
 # ------------------------------------------------------------------ .at[] updates
@@ -542,10 +583,9 @@ def scatter_update(x, idx, y, op: str, *, indices_are_sorted=False, unique_indic
         if _mesh_maybe_set[0] and update_typed_as_scatter(x, y):
             return placed_as_scatter(out)
         return out
-    rows = _leading_rows(aval, idx)
-    if rows is not None:
-        return _update_rows(x, rows, y, op, aval, idx, gmode, indices_are_sorted,
-                            unique_indices)
+    out = _windowed_update(x, idx, y, op, gmode, indices_are_sorted, unique_indices)
+    if out is not None:
+        return out
     n = aval.size
     if n >= np.iinfo(np.int32).max:
         raise ValueError("arrays with 2**31 or more elements cannot be updated with .at[]")
@@ -590,47 +630,37 @@ def flat_positions(shape: tuple, idx, **read_options):
     return getitem(ids, idx, **read_options)
 
 
-def _leading_rows(aval, idx):
-    """The integer index array of an index that selects whole rows of ``x`` by its first
-    axis (``x.at[rows]``, ``x.at[rows, :]``, ``x.at[rows, ...]``, ``rows`` an integer array of
-    at least one dimension), else None."""
-    parts = idx if isinstance(idx, tuple) else (idx,)
-    if not parts or not aval.shape:
+def _windowed_update(x, idx, y, op, mode, indices_are_sorted, unique_indices):
+    """``x.at[idx].<op>(y)`` as one scatter of windows, built from the same plan as the gather
+    ``x[idx]`` reads with (:func:`_plan_index`), as JAX 0.10.2 stages it: ``x.at[rows]``
+    scatters whole rows, ``x.at[:, cols]`` columns, ``x.at[i, j]`` (a matrix) single elements,
+    with no iota of all of ``x``'s positions. Static ints count as integer arrays (out of
+    bounds, they are dropped or clipped with the rest). Returns None for an index this does
+    not cover (a scalar boolean, or whole axes only), which the flat-position plan serves."""
+    aval = get_aval(x)
+    entries = _normalize_entries(aval.shape, idx)
+    if any(e[0] == "bool" for e in entries):
         return None
-    rows, rest = parts[0], parts[1:]
-    if not isinstance(rows, (Array, Tracer, np.ndarray)):
+    entries = [("array", int(e[1])) if e[0] == "int" else e for e in entries]
+    adv = [k for k, e in enumerate(entries) if e[0] == "array"]
+    _, plan = _plan_index(x, entries, adv)
+    if plan is None:
         return None
-    rows_aval = get_aval(rows)
-    if rows_aval.ndim == 0 or rows_aval.dtype.kind not in "iu":
-        return None
-    if rest and rest[-1] is Ellipsis:
-        rest = rest[:-1]
-    if len(rest) >= len(aval.shape) or not all(
-            isinstance(r, slice) and r == slice(None) for r in rest):
-        return None
-    return rows
-
-
-def _update_rows(x, rows, y, op, aval, idx, mode, indices_are_sorted, unique_indices):
-    """``x.at[rows].<op>(y)`` as one scatter of whole rows (JAX's staging of this index:
-    a window per row), rather than a scatter of every element at its flat position."""
-    from plax.numpy.creation import asarray
-    rows = asarray(rows)
-    rows_aval = get_aval(rows)
-    if rows_aval.dtype.kind == "i":  # negative rows count from the end, as in NumPy
-        n = lax.full((), aval.shape[0], rows_aval.dtype)
-        rows = lax.select_n(lax.lt(rows, lax.full((), 0, rows_aval.dtype)), rows,
-                            lax.add(rows, n))
-    lead = rows_aval.shape
-    tshape = lead + aval.shape[1:]
-    if 0 in tshape:
-        return x  # nothing selected: x as it is, as JAX leaves it
-    indices = lax.broadcast_in_dim(rows, lead + (1,), tuple(range(len(lead))))
-    y = _broadcast_update(y, tshape, idx)
-    dnums = ScatterDimensionNumbers(
-        update_window_dims=tuple(range(len(lead), len(tshape))), inserted_window_dims=(0,),
-        scatter_dims_to_operand_dims=(0,))
-    out = _SCATTERS[op](x, indices, y, dnums, indices_are_sorted=indices_are_sorted,
+    new_axes = [a for _, a in _new_axis_positions(entries, plan.block)]
+    selected = list(plan.shape)  # the shape of x[idx]: the gathered shape, new axes inserted
+    for a in new_axes:
+        selected.insert(a, 1)
+    if 0 in selected:
+        return x  # nothing selected: x as it is, as JAX leaves it (``y`` is not broadcast)
+    y = _broadcast_update(y, tuple(selected), idx)
+    if new_axes:
+        y = lax.squeeze(y, new_axes)
+    if plan.reversed_dims:  # (the positions of a negative-step slice are scattered ascending)
+        y = lax.rev(y, plan.reversed_dims)
+    dnums = ScatterDimensionNumbers(update_window_dims=plan.dnums.offset_dims,
+                                    inserted_window_dims=plan.dnums.collapsed_slice_dims,
+                                    scatter_dims_to_operand_dims=plan.dnums.start_index_map)
+    out = _SCATTERS[op](x, plan.indices, y, dnums, indices_are_sorted=indices_are_sorted,
                         unique_indices=unique_indices, mode=mode)
     if aval.weak_type:
         out = lax.convert_element_type(out, aval.dtype, True)

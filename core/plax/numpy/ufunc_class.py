@@ -429,6 +429,7 @@ class ufunc:
         starts_col, ends_col = lax.reshape(starts, col), lax.reshape(ends, col)
 
         def fold(j, acc):
+            j = lax.convert_element_type(j, np.int32)  # (the loop counts in int64 under x64)
             inside = lax.bitwise_and(lax.lt(starts_col, j), lax.lt(j, ends_col))
             row = lax.broadcast_in_dim(a[j], get_aval(acc).shape,
                                        tuple(range(1, get_aval(acc).ndim)))

@@ -110,3 +110,74 @@ def scatter_at(ufunc_name: str, method: str):
             return getattr(ufuncs, ufunc_name)._at_by_scan(a, indices, b)
         return getattr(a.at[indices], method)(b)
     return at
+
+
+# the segment reduction of each built-in's reduceat, and the dtype kinds it serves (booleans
+# and complex extremes keep the generic loop)
+_SEGMENT_REDUCTIONS = {"add": ("segment_sum", "iufc"), "multiply": ("segment_prod", "iufc"),
+                       "maximum": ("segment_max", "iuf"), "minimum": ("segment_min", "iuf")}
+
+
+def segment_reduceat(ufunc_name: str):
+    """``add.reduceat`` and friends as one segment reduction when the indices do not
+    decrease (the common case: slice starts), instead of the generic loop's sweep that
+    visits every (slice, row) pair: each row's segment is the number of starts at or before
+    it, less one (rows before the first start belong to none), and where a start repeats,
+    the result is ``a[start]``, NumPy's rule for ``indices[i] >= indices[i+1]``. Decreasing
+    indices (seen when concrete; traced ones through a ``cond``) take the generic loop."""
+    segment_name, kinds = _SEGMENT_REDUCTIONS[ufunc_name]
+
+    def reduceat(a, indices, *, axis, dtype):
+        from plax.core.trace import Tracer
+        from plax.numpy import ufuncs
+        ufunc = getattr(ufuncs, ufunc_name)
+        work = dtype if dtype is not None else ufunc._result_dtype(a, a)
+        loop = ufunc._jit("reduceat", ufunc._reduceat_loop, ("axis", "dtype"))
+        m = get_aval(indices).shape[0]
+        if np.dtype(work).kind not in kinds or m == 0:
+            return loop(a, indices, axis=axis, dtype=dtype)
+        if not isinstance(indices, Tracer):
+            if np.any(np.diff(np.asarray(indices)) < 0):
+                return loop(a, indices, axis=axis, dtype=dtype)
+            return _segments_jit(ufunc_name)(a, indices, axis=axis, dtype=work)
+        # traced indices: which path runs is decided when they are known
+        rising = lax.reduce_and(lax.le(indices[:-1], indices[1:]), (0,)) if m > 1 else True
+        if rising is True:
+            return _segments_jit(ufunc_name)(a, indices, axis=axis, dtype=work)
+        return lax.cond(rising,
+                        lambda a, i: _segments_jit(ufunc_name)(a, i, axis=axis, dtype=work),
+                        lambda a, i: loop(a, i, axis=axis, dtype=work), a, indices)
+    return reduceat
+
+
+_SEGMENT_JITS: dict = {}
+
+
+def _segments_jit(ufunc_name: str):
+    jitted = _SEGMENT_JITS.get(ufunc_name)
+    if jitted is None:
+        from plax.transforms.jit import jit
+        jitted = _SEGMENT_JITS[ufunc_name] = jit(
+            lambda a, indices, *, axis, dtype: _reduceat_by_segments(
+                ufunc_name, a, indices, axis, dtype), static_argnames=("axis", "dtype"))
+    return jitted
+
+
+def _reduceat_by_segments(ufunc_name, a, indices, axis, dtype):
+    from plax import ops
+    from plax.numpy.reductions import cumsum
+    from plax.numpy.shape_ops import moveaxis
+    a = lax.convert_element_type(moveaxis(a, axis, 0), dtype)
+    n, m = get_aval(a).shape[0], get_aval(indices).shape[0]
+    # clamped into the axis, as the generic loop clamps traced indices
+    starts = lax.clamp(np.int32(0), lax.convert_element_type(indices, np.int32), np.int32(n - 1))
+    marks = lax.full((n,), 0, np.int32).at[starts].add(np.int32(1))
+    segment_ids = lax.sub(cumsum(marks), np.int32(1))
+    reduce = getattr(ops, _SEGMENT_REDUCTIONS[ufunc_name][0])
+    result = reduce(a, segment_ids, num_segments=m, indices_are_sorted=True)
+    if m > 1:
+        repeated = lax.concatenate([lax.ge(starts[:-1], starts[1:]),
+                                    lax.full((1,), False, np.bool_)], 0)
+        shape = get_aval(result).shape
+        result = lax.select(lax.broadcast_in_dim(repeated, shape, (0,)), a[starts], result)
+    return moveaxis(result, 0, axis)

@@ -284,20 +284,24 @@ def _as_ufunc(identity=None, **methods):
 
 add = _ufunc_object(_binary("add", lax.add, bool_fn=lax.bitwise_or), identity=0,
                     reduce=_reductions.sum, accumulate=_fast.cumulative("cumsum"),
-                    at=_fast.scatter_at("add", "add"))
+                    at=_fast.scatter_at("add", "add"),
+                    reduceat=_fast.segment_reduceat("add"))
 subtract = _ufunc_object(_binary("subtract", lax.sub, bool_fn=_no_bool("subtract")),
                          at=_fast.scatter_at("subtract", "subtract"))
 multiply = _ufunc_object(_binary("multiply", lax.mul, bool_fn=lax.bitwise_and), identity=1,
                          reduce=_reductions.prod, accumulate=_fast.cumulative("cumprod"),
-                         at=_fast.scatter_at("multiply", "multiply"))
+                         at=_fast.scatter_at("multiply", "multiply"),
+                         reduceat=_fast.segment_reduceat("multiply"))
 true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
 maximum = _ufunc_object(_binary("maximum", lax.max), reduce=_fast.extremum_reduce("max"),
                         accumulate=_fast.cumulative("cummax"),
-                        at=_fast.scatter_at("maximum", "max"))
+                        at=_fast.scatter_at("maximum", "max"),
+                        reduceat=_fast.segment_reduceat("maximum"))
 minimum = _ufunc_object(_binary("minimum", lax.min), reduce=_fast.extremum_reduce("min"),
                         accumulate=_fast.cumulative("cummin"),
-                        at=_fast.scatter_at("minimum", "min"))
+                        at=_fast.scatter_at("minimum", "min"),
+                        reduceat=_fast.segment_reduceat("minimum"))
 def _atan2(y, x):
     if not dtypes.is_complex(_dt(y)):
         return lax.atan2(y, x)
