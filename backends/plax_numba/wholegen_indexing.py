@@ -51,8 +51,8 @@ def _at(array: str, index: list) -> str:
 
 def _starts(gen, operand_shape, window, index_vec: list, index_map, batch_dims,
             batch_vars: dict, lines, ind, clamp: bool) -> tuple[list, str | None]:
-    """Locals holding each operand dimension's start, and an in-bounds test (or None when
-    ``clamp``, which moves each start inside instead)."""
+    """Locals holding each operand dimension's start (moved inside the operand when
+    ``clamp``), and the test that the window was wholly in bounds before any clamping."""
     starts, tests = [], []
     for d, (dim, size) in enumerate(zip(operand_shape, window)):
         s = gen.fresh("s")
@@ -63,12 +63,29 @@ def _starts(gen, operand_shape, window, index_vec: list, index_map, batch_dims,
         else:
             starts.append("0")
             continue
+        tests.append(f"{s} >= 0 and {s} <= {int(dim) - int(size)}")
         if clamp:
+            ok = gen.fresh("ok")
+            lines.append(f"{ind}{ok} = {tests.pop()}")
+            tests.append(ok)
             lines.append(f"{ind}{s} = min(max({s}, 0), {int(dim) - int(size)})")
-        else:
-            tests.append(f"{s} >= 0 and {s} <= {int(dim) - int(size)}")
         starts.append(s)
-    return starts, (" and ".join(tests) or "True") if not clamp else None
+    return starts, " and ".join(tests) or "True"
+
+
+def _placed(rank: int, *groups) -> list:
+    """Index variables placed at their axes: ``groups`` are ``(axes, variables)`` pairs."""
+    out = [None] * rank
+    for axes, names in groups:
+        for a, v in zip(axes, names):
+            out[a] = v
+    return out
+
+
+def _shifted(starts: list, offsets: dict) -> list:
+    """Each dimension's start plus its window variable (``offsets``: dimension -> variable)."""
+    return [s if d not in offsets else (offsets[d] if s == "0" else f"{s} + {offsets[d]}")
+            for d, s in enumerate(starts)]
 
 
 def gather(gen, eqn, ins, lines, ind):
@@ -94,25 +111,11 @@ def gather(gen, eqn, ins, lines, ind):
     vec = [_at(ins[1], bvars + [str(k)]) for k in range(indices.shape[-1])]
     batch_vars = {od: bvars[idim] for od, idim in zip(dn.operand_batching_dims,
                                                      dn.start_indices_batching_dims)}
-    starts, _ = _starts(gen, operand.shape, window, vec, list(dn.start_index_map),
-                        set(dn.operand_batching_dims), batch_vars, lines, inner, clamp=True)
-    ok = None
-    if fill:  # (in bounds before clamping: compare the unclamped starts)
-        tests = []
-        for k, d in enumerate(dn.start_index_map):
-            raw = f"np.int64({vec[k]})"
-            tests.append(f"{raw} >= 0 and {raw} <= {int(operand.shape[d]) - window[d]}")
-        ok = gen.fresh("ok")
-        lines.append(f"{inner}{ok} = {' and '.join(tests) or 'True'}")
+    starts, ok = _starts(gen, operand.shape, window, vec, list(dn.start_index_map),
+                         set(dn.operand_batching_dims), batch_vars, lines, inner, clamp=True)
     wvars, body = _loops(gen, [out.shape[a] for a in dn.offset_dims], lines, inner)
-    offsets = dict(zip(kept, wvars))
-    src = [s if d not in offsets else (offsets[d] if s == "0" else f"{s} + {offsets[d]}")
-           for d, s in enumerate(starts)]
-    dst = [None] * len(out.shape)
-    for a, v in zip(batch_positions, bvars):
-        dst[a] = v
-    for a, v in zip(dn.offset_dims, wvars):
-        dst[a] = v
+    src = _shifted(starts, dict(zip(kept, wvars)))
+    dst = _placed(len(out.shape), (batch_positions, bvars), (dn.offset_dims, wvars))
     value = _at(ins[0], src)
     if fill:
         value = f"({value} if {ok} else {constant(gather_fill_value(dtype, p['fill_value']), dtype)})"
@@ -152,19 +155,14 @@ def scatter(gen, eqn, ins, lines, ind):
     clamp = p["mode"] == GatherScatterMode.CLIP
     starts, ok = _starts(gen, operand.shape, window, vec, list(dn.scatter_dims_to_operand_dims),
                          set(dn.operand_batching_dims), batch_vars, lines, inner, clamp)
-    if ok is not None:
+    if not clamp:
         lines.append(f"{inner}if {ok}:")
         inner += "    "
     wvars, body = _loops(gen, [updates.shape[a] for a in dn.update_window_dims], lines, inner)
-    offsets = dict(zip([d for d in range(len(operand.shape)) if d not in dropped], wvars))
-    dst = [s if d not in offsets else (offsets[d] if s == "0" else f"{s} + {offsets[d]}")
-           for d, s in enumerate(starts)]
-    at = [None] * len(updates.shape)
-    for a, v in zip(scatter_axes, bvars):
-        at[a] = v
-    for a, v in zip(dn.update_window_dims, wvars):
-        at[a] = v
-    u = _at(ins[2], at)
+    kept = [d for d in range(len(operand.shape)) if d not in dropped]
+    dst = _shifted(starts, dict(zip(kept, wvars)))
+    u = _at(ins[2], _placed(len(updates.shape), (scatter_axes, bvars),
+                            (dn.update_window_dims, wvars)))
     if not updates.shape and dtype in codegen.LOW_FLOATS:  # (a float32 local: as its bits)
         u = f"{codegen.LOW_FLOATS[dtype]}_bits({u})"
     target = f"{name}[{', '.join(dst)}]"
