@@ -344,6 +344,11 @@ def _convert(x, *, new_dtype, weak_type):
         out = np.where(inside, t, 0.0).astype(new_dtype)
         out = np.where(t >= upper, np.array(info.max, new_dtype), out)
         return np.asarray(np.where(t < lower, np.array(info.min, new_dtype), out))
+    if new_dtype == bfloat16 and src != np.float32:
+        # XLA rounds to bfloat16 from float32 only: a wider value (float64, an int) is
+        # rounded to float32 first, so a value just past a tie lands on the even neighbour as
+        # in JAX (ml_dtypes from 0.7 rounds float64 directly).
+        x = np.asarray(x, np.float32)
     return np.asarray(x).astype(new_dtype)
 
 
