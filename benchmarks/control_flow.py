@@ -1,6 +1,6 @@
 """Control flow, linalg and convolution workloads, jitted: plax beside JAX, measured in one run.
 
-    python benchmarks/control_flow.py [--backend NAME] [--number N] [--repeat R]
+    python benchmarks/control_flow.py [--backend NAME] [--number N] [--repeat R] [--only TEXT]
 
 Run it with plax installed (``pip install -e .``; ``pip install -e ".[bench]"`` adds JAX).
 The workloads, each written once against a jax-like module and fed the same float32 inputs:
@@ -8,7 +8,9 @@ The workloads, each written once against a jax-like module and fed the same floa
 - ``lax.scan`` of a 1000-step tanh RNN cell, hidden 64 wide: h = tanh(W h + U x + b);
 - ``lax.fori_loop`` of 10,000 scalar steps: x = x * 0.999 + 0.001;
 - batched ``jnp.linalg.cholesky`` of 1000 SPD 64x64 matrices;
-- a 3x3 ``lax.conv_general_dilated`` (NHWC/HWIO, SAME) on 32 images of 32x32x64, 64 outputs.
+- a 3x3 ``lax.conv_general_dilated`` (NHWC/HWIO, SAME) on 32 images of 32x32x64, 64 outputs;
+- ``lax.fori_loop`` filling a 500x64 array row by row, ``x.at[i].set(v * i + x[i - 1])``
+  (a carry updated in place: no copy of the array per step).
 
 ``--backend`` takes a plax backend name such as ``numpy`` (default: the default device's
 backend). Prints which backend and device each library ran on (as jit_overhead.py does),
@@ -39,9 +41,10 @@ RNN_STEPS, RNN_HIDDEN, RNN_INPUT = 1000, 64, 16
 FORI_STEPS = 10_000
 CHOL_BATCH, CHOL_N = 1000, 64
 CONV_BATCH, CONV_HW, CONV_CIN, CONV_COUT = 32, 32, 64, 64
+FILL_ROWS, FILL_WIDTH = 500, 64
 
 WORKLOADS = ["scan tanh RNN 1000x64", "fori_loop 10k scalar", "cholesky 1000x64x64",
-             "conv 3x3 32x32x64 b32"]
+             "conv 3x3 32x32x64 b32", "fori x.at[i].set 500x64"]
 
 
 def _inputs() -> dict[str, tuple[np.ndarray, ...]]:
@@ -60,7 +63,9 @@ def _inputs() -> dict[str, tuple[np.ndarray, ...]]:
     return {WORKLOADS[0]: (w, u, b, h0, xs),
             WORKLOADS[1]: (np.float32(0.5),),
             WORKLOADS[2]: (spd,),
-            WORKLOADS[3]: (images, kernel)}
+            WORKLOADS[3]: (images, kernel),
+            WORKLOADS[4]: (np.zeros((FILL_ROWS, FILL_WIDTH), f32),
+                           rng.standard_normal(FILL_WIDTH).astype(f32))}
 
 
 def _cases(jit: Callable, jnp, lax) -> dict[str, Callable]:
@@ -78,8 +83,12 @@ def _cases(jit: Callable, jnp, lax) -> dict[str, Callable]:
         return lax.conv_general_dilated(images, kernel, (1, 1), "SAME",
                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
+    def fill(x, v):
+        return lax.fori_loop(1, FILL_ROWS, lambda i, x: x.at[i].set(v * i + x[i - 1]), x)
+
     return {WORKLOADS[0]: jit(rnn), WORKLOADS[1]: jit(fori),
-            WORKLOADS[2]: jit(jnp.linalg.cholesky), WORKLOADS[3]: jit(conv)}
+            WORKLOADS[2]: jit(jnp.linalg.cholesky), WORKLOADS[3]: jit(conv),
+            WORKLOADS[4]: jit(fill)}
 
 
 def _block(out) -> None:
@@ -105,9 +114,10 @@ def median_seconds(fn: Callable, args: tuple, number: int | None, repeat: int) -
     return statistics.median(runs)
 
 
-def run(backend: str | None, number: int | None, repeat: int
+def run(backend: str | None, number: int | None, repeat: int, only: str = ""
         ) -> tuple[list[tuple[str, float, float | None]], str | None]:
-    """Times every workload; returns rows (name, plax s, JAX s or None) and a note or None."""
+    """Times every workload (those whose name holds ``only``); returns rows (name, plax s,
+    JAX s or None) and a note or None."""
     import plax
     from plax import lax as plax_lax
     from plax import numpy as pnp
@@ -122,7 +132,7 @@ def run(backend: str | None, number: int | None, repeat: int
     except ImportError as err:
         jax_cases, note = None, f"JAX not measured: {err}"
     rows = []
-    for name in WORKLOADS:
+    for name in (w for w in WORKLOADS if only in w):
         t_plax = median_seconds(plax_cases[name], tuple(pnp.asarray(a) for a in inputs[name]),
                                 number, repeat)
         t_jax = None
@@ -140,10 +150,12 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=None,
                         help="calls per timing run (default: enough for about 0.2 s)")
     parser.add_argument("--repeat", type=int, default=5, help="timing runs (the median is reported)")
+    parser.add_argument("--only", default="",
+                        help="time only the workloads whose name holds this text")
     args = parser.parse_args()
     for line in placement(args.backend):
         print(line)
-    rows, note = run(args.backend, args.number, args.repeat)
+    rows, note = run(args.backend, args.number, args.repeat, args.only)
     if note:
         print(note)
     print(f"{'workload':24s} {'plax ms':>10s} {'JAX ms':>10s} {'plax/JAX':>9s}")

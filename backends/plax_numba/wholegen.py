@@ -65,7 +65,7 @@ from plax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import (ARG_REDUCTION, BROADCAST, CUMULATIVE, ELEMENTWISE, REDUCTION, Cluster,
                            call_body, explicit_broadcasts, find_clusters, fusion_kind,
-                           order_for_fusion)
+                           order_for_fusion, reads_before_updates)
 from plax.lowering.calls import spliced_calls as _spliced_calls
 from plax.lowering.literals import literal_value
 
@@ -177,6 +177,7 @@ class _Gen:
         self.flat: dict[str, str] = {}      # value -> a rank-1 view of it already bound
         self.hoisted: dict[str, str] = {}   # loop-invariant matrix -> its (k, m) transpose
         self.pure: set[str] = set()         # names whose line goes if they are unused
+        self.scalars: set[str] = set()      # names of rank-0 values (never views of arrays)
         self.buffers: list | None = None    # in a loop body: matrix-vector outputs
         #: concatenates read only by slices (not computed: each slice copies from the
         #: parts, :func:`_slice`): the name standing for one -> (parts, their avals, axis)
@@ -224,13 +225,18 @@ class _Gen:
         # (the clusters of the per-cluster program, codegen.FUSES: threefry2x32 hashed in one
         # pass, iota from the index, argmax/argmin and the cumulative ops after their producers)
         # (and size-1 broadcasts of elementwise operands as the broadcast_in_dim they are)
-        jaxpr = explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr)))
+        # (and reads of an update's operand before it, so a carry may be updated in place)
+        jaxpr = reads_before_updates(
+            explicit_broadcasts(outer_products_as_multiplies(_spliced_calls(jaxpr))))
         self.sliced_concats |= _sliced_concatenates(jaxpr)  # (ids: bodies' too)
         for unit in find_clusters(order_for_fusion(jaxpr, codegen.FUSES), codegen.FUSES):
             if isinstance(unit, Cluster):
                 self.cluster(unit, env, lines, ind)
+                outs = unit.outputs
             else:
                 self.equation(unit, env, lines, ind)
+                outs = unit.outvars
+            self.scalars.update(env[v] for v in outs if not v.aval.shape and v in env)
         return [self.atom(env, v) for v in jaxpr.outvars]
 
     def cluster(self, cluster: Cluster, env: dict, lines: list, ind: str) -> None:
@@ -671,7 +677,7 @@ def _dynamic_update_slice(gen, eqn, ins, lines, ind):
     starts = _starts(gen, shape, eqn.invars[1].aval.shape, ins[2:], lines, ind)
     parts = [f"{s}:{s} + {n}" for s, n in starts]
     name = gen.fresh()
-    lines.append(f"{ind}{name} = {ins[0]}.copy()")
+    lines.append(f"{ind}{name} = {ins[0]}.copy(){UPDATE}")
     _copy_block(gen, name, [s for s, _ in starts], ins[1], [(0, 1)] * len(starts),
                 [n for _, n in starts], lines, ind)
     return [name]
@@ -960,9 +966,82 @@ def _init_carry(gen, names: list, exprs: list, avals: list, lines: list, ind: st
     never another carry); returns the lines' indices, for :func:`_update_carry`."""
     at = []
     for n, e, a in zip(names, exprs, avals):
+        if not a.shape:
+            gen.scalars.add(n)
         at.append(len(lines))
         lines.append(f"{ind}{n} = {gen.cast(e, a)}")
     return at
+
+
+UPDATE = wholegen_indexing.UPDATE
+
+#: lines whose value is a new array, never a view of their operands
+_FRESH = re.compile(r"^\s*\w+ = (k\d+\(|np\.empty\(|(np\.\w+\()?np\.dot\(|.*\.copy\(\)(  # update)?$)")
+
+
+def _views(name: str, body: list, scalars: set) -> set:
+    """``name`` and every name ``body`` binds from it, transitively, that may share its memory:
+    any binding that reads it, except those of a new array (:data:`_FRESH`) or of a rank-0
+    value (``scalars``)."""
+    held, word = {name}, re.compile(r"\b[a-z]+\d+\b")
+    for line in body:
+        text = line.strip()
+        if " = " not in text or _FRESH.match(text):
+            continue
+        head, rhs = text.split(" = ", 1)
+        targets = [t.strip() for t in head.split(",") if t.strip()]
+        if not all(re.fullmatch(r"[a-z]+\d+", t) for t in targets):
+            continue   # (a store into an element or a slice: a copy)
+        if held & set(word.findall(rhs)):
+            held.update(t for t in targets if t not in scalars)
+    return held
+
+
+def _update_chain(name: str, expr: str, lines: list, start: int) -> list | None:
+    """The updates (:data:`UPDATE`) that make ``expr`` from carry ``name`` in the loop body
+    after ``lines[start]``, each writing into a copy of the one before (``x.at[i].set(a)
+    .at[j].set(b)``): ``[(line index, operand)]``, the last first; None where ``expr`` is
+    not made so."""
+    links, value = [], expr
+    while True:
+        found = [(j, m.group(1)) for j in range(start + 1, len(lines))
+                 for m in [re.fullmatch(rf"{value} = (\w+)\.copy\(\){UPDATE}", lines[j].strip())]
+                 if m]
+        if len(found) != 1:
+            return None
+        links.append(found[0])
+        value = found[0][1]
+        if value == name:
+            return links
+
+
+def _update_in_place(gen, names: list, exprs: list, avals: list, lines: list, start: int,
+                     init_at: list, skip: set) -> None:
+    """Drops the operand copies of the updates (:data:`UPDATE`) that make an array carry's
+    new value from its old one (:func:`_update_chain`), where nothing reads an update's
+    operand, or a view of it, after the update: the step then writes into the carry's buffer
+    (``x.at[i].set(v)``, ``dynamic_update_slice`` in a ``fori_loop``) instead of copying the
+    whole carry, as XLA updates a loop's buffers in place. Such a carry starts as a copy of
+    its initial value (``lines[init_at[k]]``), which may be read elsewhere."""
+    for k, (name, expr, aval) in enumerate(zip(names, exprs, avals)):
+        if k in skip or not aval.shape or expr == name or exprs.count(expr) != 1:
+            continue
+        links = _update_chain(name, expr, lines, start)
+        if links is None:
+            continue
+        others = [e for m, e in enumerate(exprs) if m != k]
+        if _views(expr, lines[links[0][0] + 1:], gen.scalars) & set(others):
+            continue   # (another carry's new value shares the new buffer)
+        for line, operand in links:
+            old = _views(operand, lines[start + 1:line], gen.scalars)
+            word = re.compile(r"\b(" + "|".join(sorted(old)) + r")\b")
+            if any(word.search(t) for t in lines[line + 1:] + others):
+                break
+        else:
+            for line, operand in links:
+                lines[line] = lines[line].replace(f"{operand}.copy()", operand)
+            if not lines[init_at[k]].endswith(".copy()"):
+                lines[init_at[k]] += ".copy()"
 
 
 def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start: int,
@@ -989,6 +1068,7 @@ def _update_carry(gen, names: list, exprs: list, avals: list, lines: list, start
         if not drop:
             break
         swap -= drop
+    _update_in_place(gen, names, exprs, avals, lines, start, init_at, swap)
     if ref:
         lines.append(ref)
     for k in sorted(swap):

@@ -27,6 +27,11 @@ from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax_numba import codegen
 from plax_numba.codegen import Unsupported, constant
 
+#: the mark of the line that copies an update's operand before writing into it (here and
+#: ``dynamic_update_slice``'s): in a loop, ``plax_numba.wholegen._update_in_place`` drops
+#: the copy where the operand is a carry nothing else reads afterwards
+UPDATE = "  # update"
+
 _COMBINE = {lax.scatter_p: None, lax.scatter_add_p: "{o} + {u}", lax.scatter_mul_p: "{o} * {u}",
             lax.scatter_min_p: "min({o}, {u})", lax.scatter_max_p: "max({o}, {u})"}
 
@@ -147,7 +152,7 @@ def scatter(gen, eqn, ins, lines, ind):
     extents = iter(updates.shape[a] for a in dn.update_window_dims)
     window = tuple(1 if d in dropped else int(next(extents)) for d in range(len(operand.shape)))
     name = gen.fresh()
-    lines.append(f"{ind}{name} = {ins[0]}.copy()")
+    lines.append(f"{ind}{name} = {ins[0]}.copy(){UPDATE}")
     bvars, inner = _loops(gen, [updates.shape[a] for a in scatter_axes], lines, ind)
     vec = [_at(ins[1], bvars + [str(k)]) for k in range(indices.shape[-1])]
     batch_vars = {od: bvars[idim] for od, idim in zip(dn.operand_batching_dims,

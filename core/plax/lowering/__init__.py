@@ -21,7 +21,7 @@ _WHERE = {
     "find_clusters": "fusion", "fusion_kind": "fusion", "fusible_primitives": "fusion", "order_for_fusion": "fusion",
     "inserts_unit_axes": "fusion", "integer_exponent": "fusion",
     "register_fusible": "fusion", "sub_cluster": "fusion",
-    "dead_after": "liveness", "last_uses": "liveness",
+    "dead_after": "liveness", "last_uses": "liveness", "reads_before_updates": "liveness",
     "literal_value": "literals",
     "numpy_errors_off": "host",
     "explicit_broadcasts": "simplify", "fold_transposed_products": "simplify",
