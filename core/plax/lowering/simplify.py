@@ -245,6 +245,25 @@ def _renamed(eqn: JaxprEqn, rename: dict) -> JaxprEqn:
                                     for v in eqn.invars], eqn.outvars, eqn.params)
 
 
+def _substituted(jaxpr: Jaxpr, replace) -> Jaxpr:
+    """``jaxpr`` with each equation for which ``replace(eqn, rename)`` gives ``{outvar: atom}``
+    dropped and its readers reading those atoms instead (``eqn`` with the earlier
+    replacements applied, ``rename`` them all; None keeps the equation). ``jaxpr`` itself
+    when nothing is replaced."""
+    rename: dict = {}
+    eqns: list = []
+    for eqn in jaxpr.eqns:
+        eqn = _renamed(eqn, rename)
+        new = replace(eqn, rename)
+        if new is None:
+            eqns.append(eqn)
+        else:
+            rename.update(new)
+    if not rename:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
 def _finish(jaxpr: Jaxpr, eqns: list) -> Jaxpr:
     """``jaxpr`` with ``eqns``, less the equations nothing reads any more (the reshapes and
     broadcasts a rewrite bypassed): :func:`plax.core.passes.dce`'s pass."""
@@ -278,22 +297,15 @@ def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
     """
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
     seen: dict = {}
-    rename: dict = {}
-    eqns: list = []
-    for eqn in jaxpr.eqns:
-        eqn = _renamed(eqn, rename)
-        if _pure(eqn) and not any(id(v) in outputs for v in eqn.outvars):
-            key = (eqn.primitive, tuple(_atom_key(v, rename) for v in eqn.invars),
-                   _params_key(eqn.params))
-            first = seen.get(key)
-            if first is not None:
-                rename.update(zip(eqn.outvars, first.outvars))
-                continue
-            seen[key] = eqn
-        eqns.append(eqn)
-    if not rename:
-        return jaxpr
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+    def earlier(eqn, rename):
+        if not _pure(eqn) or any(id(v) in outputs for v in eqn.outvars):
+            return None
+        key = (eqn.primitive, tuple(_atom_key(v, rename) for v in eqn.invars),
+               _params_key(eqn.params))
+        first = seen.setdefault(key, eqn)
+        return None if first is eqn else dict(zip(eqn.outvars, first.outvars))
+    return _substituted(jaxpr, earlier)
 
 
 def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
@@ -326,10 +338,8 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
     from plax.lowering.fusion import ELEMENTWISE, fusion_kind
     from plax.lowering.literals import literal_value
     outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    rename: dict = {}
-    eqns: list = []
-    for eqn in jaxpr.eqns:
-        eqn = _renamed(eqn, rename)
+
+    def folded(eqn, rename):
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
         foldable = (out is not None and eqn.invars and out.aval.shape == ()
                     and id(out) not in outputs and not eqn.primitive.multiple_results
@@ -337,14 +347,11 @@ def fold_scalar_constants(jaxpr: Jaxpr) -> Jaxpr:
                     and fusion_kind(eqn.primitive) == ELEMENTWISE)
         kernel = reference_kernel(eqn.primitive) if foldable else None
         if kernel is None:
-            eqns.append(eqn)
-            continue
+            return None
         with np.errstate(all="ignore"):
             value = kernel(*[literal_value(v) for v in eqn.invars], **eqn.params)
-        rename[out] = Literal(np.asarray(value, out.aval.dtype)[()], out.aval)
-    if not rename:
-        return jaxpr
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+        return {out: Literal(np.asarray(value, out.aval.dtype)[()], out.aval)}
+    return _substituted(jaxpr, folded)
 
 
 def _unit_axes_only(a: tuple, b: tuple) -> bool:
