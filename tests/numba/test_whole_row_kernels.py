@@ -55,6 +55,23 @@ def test_same_bits_as_the_reference_kernels(dtype, mode):
                               np.ascontiguousarray(want).view(np.uint8))
 
 
+def test_many_updates_of_few_rows_add_in_index_order():
+    """500 float32 updates into 7 of 9 rows, each row receiving from 1 to ~150 (the passes
+    over the rows still receiving one, most first): the reference's bits."""
+    rng = np.random.default_rng(8)
+    table = (rng.standard_normal((9, 5)) * 1e3).astype(np.float32)
+    rows = np.concatenate([rng.choice([0, 2, 3, 5], 450), [8, 7, 7], rng.integers(0, 9, 47)])
+    rows = rows.astype(np.int32)[:, None]
+    updates = (rng.standard_normal((rows.shape[0], 5)) * 1e3).astype(np.float32)
+    dn = lax.ScatterDimensionNumbers((1,), (0,), (0,))
+    params = dict(dimension_numbers=dn, indices_are_sorted=False, unique_indices=False,
+                  mode=lax.GatherScatterMode.FILL_OR_DROP)
+    got = kernels_rows.scatter_add_kernel(table, rows, updates, **params)
+    want = impls()[lax.scatter_add_p](table, rows, updates, **params)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(got, table)
+
+
 def test_embedding_gradient_eagerly_on_the_numba_backend(monkeypatch):
     """The backend's table serves both; whole rows never reach the reference kernels, a
     column gather does; the gradient equals float32 sums in index order."""
