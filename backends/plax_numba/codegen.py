@@ -632,12 +632,16 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
                and not _decoded_sums_only(cluster))
     # so threaded, a reduction along the innermost axis sums a row's values after the row,
     # from a scratch row, in the same order; the row's loop then carries no reduction and
-    # vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms)
-    row_wise = by_rows and math.prod(shape) >= PARALLEL_MIN
+    # vectorises (softmax's exp over 1000x1000: 4.3 -> 1.3 ms). Serial loops over rows of
+    # at least ROW_WISE_MIN elements too: accumulating into the sums' array inside the row's
+    # loop kept it from vectorising, each addition waiting on the last one's store (exp and
+    # row sums of 128x1000 float32, serial: ~490 us against ~60 for the exp alone)
+    large_rows = rank >= 2 and shape[-1] >= ROW_WISE_MIN
+    row_wise = by_rows and (math.prod(shape) >= PARALLEL_MIN or large_rows)
     # ... and several rows at once: their scratch rows summed side by side, one accumulator
     # per row (each row in its own order, so bit-identical), since one row's float64 sum is a
     # chain of dependent additions, each waiting for the last (row_block)
-    block = row_block(cluster, shape) if row_wise else 1
+    block = row_block(cluster, shape, math.prod(shape) >= PARALLEL_MIN) if row_wise else 1
     row_bind: list[str] = []    # blocked rows: each row's scratch row, bound per row
     block_post: list[str] = []  # blocked rows: after each block of rows
     names: dict = {}   # id(atom) -> scalar expression inside the loop
@@ -944,8 +948,13 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
 ROW_BLOCK = 8
 ROW_BLOCK_BYTES = 1 << 17
 
+#: a serial nested loop sums its rows after each row too (``row_wise`` in
+#: :func:`plan_cluster`) where they have at least this many elements (shorter rows gain
+#: little from a vectorised loop and pay the scratch rows' setup)
+ROW_WISE_MIN = 64
 
-def row_block(cluster, shape: tuple) -> int:
+
+def row_block(cluster, shape: tuple, threaded: bool = True) -> int:
     """How many rows (lines along the last axis) a row-wise threaded loop of ``cluster``
     over ``shape`` sums at once: :data:`ROW_BLOCK`, 4 or 2, the most whose scratch rows fit
     :data:`ROW_BLOCK_BYTES`, no more than the rows along axis -2 (a larger block would
@@ -960,7 +969,7 @@ def row_block(cluster, shape: tuple) -> int:
     block = ROW_BLOCK
     while block > 1 and (block * shape[-1] * widest > ROW_BLOCK_BYTES
                          or block > shape[-2]
-                         or (len(shape) == 2 and shape[0] < 16 * block)):
+                         or (threaded and len(shape) == 2 and shape[0] < 16 * block)):
         block //= 2
     return block
 

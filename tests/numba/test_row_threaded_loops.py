@@ -289,3 +289,34 @@ def test_indexed_loop_over_few_outer_rows_runs_nested(monkeypatch):
     assert "for i2 in range(n2):" in threaded and "o0_r[i2] = t1" in threaded, threaded
     (got,), (want,) = both(scaled, x, s, fallback_is_error=True)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_serial_row_sums_of_long_rows_are_summed_after_the_row():
+    """Below ``PARALLEL_MIN`` elements, a serial loop over rows of at least
+    ``codegen.ROW_WISE_MIN`` elements keeps each row's values in a scratch row and sums them
+    after the row, a block of rows side by side (``row_block(..., threaded=False)``: no
+    blocks to share out), so the row's loop carries no reduction and vectorises; each row
+    added in order, in float64: a sequential reference's bits. Short rows keep the sums in
+    the row's loop."""
+    from plax.lowering import Cluster
+    from plax_numba import codegen
+    x = _special_rows(np.random.default_rng(5).standard_normal((13, 96)).astype(np.float32))
+    assert x.size < codegen.PARALLEL_MIN and x.shape[1] >= codegen.ROW_WISE_MIN
+
+    def rows(x):
+        y = x * 3.0 + 1.0   # (exact operations: the reference's bits)
+        return y, jnp.sum(y, -1)
+    source = compiled_source(rows, x)
+    assert "in prange(" not in source and "for row_b in range((n0 + 7) // 8):" in source, source
+    (y, total), (want_y, _) = both(rows, x, fallback_is_error=True)
+    np.testing.assert_array_equal(y.view(np.uint32), want_y.view(np.uint32))
+    y64 = np.concatenate([np.zeros((13, 1)), y.astype(np.float64)], 1)
+    with np.errstate(invalid="ignore"):
+        sequential = np.cumsum(y64, 1)[:, -1].astype(np.float32)   # (cumsum adds in order)
+    np.testing.assert_array_equal(total.view(np.uint32), sequential.view(np.uint32))
+    short = np.ones((13, codegen.ROW_WISE_MIN - 1), np.float32)
+    assert "row_w" not in compiled_source(lambda x: jnp.sum(x * 2.0, -1), short)
+    eqn = _reduction_eqn((20, 500), (1,), jnp.sum)
+    cluster = Cluster([eqn], (20, 500), list(eqn.invars), list(eqn.outvars))
+    assert codegen.row_block(cluster, (20, 500), threaded=False) == 8
+    assert codegen.row_block(cluster, (20, 500)) == 1   # (threaded: 16 blocks to share out)
