@@ -49,17 +49,26 @@ def top_k_kernel(x, *, k: int, axis: int) -> list:
     if x.dtype not in SELECTABLE or k == 0 or k * SELECT_MAX_FRACTION > n:
         return top_k_by_sorting(x, k, axis, _stable_argsort)
     rows = np.moveaxis(x, axis, -1)
-    kth = np.partition(rows, n - k, axis=-1)[..., n - k:n - k + 1]  # NaN sorts last
-    above, equal = rows > kth, rows == kth
-    if x.dtype.kind == "f":  # NaN above every number, equal to NaN
-        nan, kth_nan = np.isnan(rows), np.isnan(kth)
-        above |= nan & ~kth_nan
-        equal |= nan & kth_nan
-    wanted = k - np.count_nonzero(above, axis=-1, keepdims=True)
-    if np.array_equal(np.count_nonzero(equal, axis=-1, keepdims=True), wanted):
-        keep = above | equal  # (no row has more entries equal to its k-th than it wants)
-    else:
-        keep = above | (equal & (np.cumsum(equal, axis=-1, dtype=np.int32) <= wanted))
+    top = np.partition(rows, n - k, axis=-1)[..., n - k:]  # each row's k largest; NaN last
+    kth = top[..., :1]
+    # (a NaN of a row is among its k largest: none there, none anywhere)
+    nans = x.dtype.kind == "f" and bool(np.isnan(top).any())
+    keep = None
+    if not nans:  # one pass where no row holds more entries equal to its k-th than it wants
+        keep = rows >= kth
+        if not (np.count_nonzero(keep, axis=-1) == k).all():
+            keep = None
+    if keep is None:
+        above, equal = rows > kth, rows == kth
+        if nans:  # NaN above every number, equal to NaN
+            nan, kth_nan = np.isnan(rows), np.isnan(kth)
+            above |= nan & ~kth_nan
+            equal |= nan & kth_nan
+        wanted = k - np.count_nonzero(above, axis=-1, keepdims=True)
+        if np.array_equal(np.count_nonzero(equal, axis=-1, keepdims=True), wanted):
+            keep = above | equal  # (no row has more entries equal to its k-th than it wants)
+        else:
+            keep = above | (equal & (np.cumsum(equal, axis=-1, dtype=np.int32) <= wanted))
     # exactly k kept per row, found in row-major (index) order
     index = (np.flatnonzero(keep) % n).reshape(rows.shape[:-1] + (k,))
     values = np.take_along_axis(rows, index, axis=-1)

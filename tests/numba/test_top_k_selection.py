@@ -9,6 +9,7 @@ import pytest
 import plax
 from plax import lax
 from plax_numba import kernels_select
+from plax_numpy import impls
 
 
 def _with_ties_and_nans(rng, shape, dtype):
@@ -53,3 +54,29 @@ def test_which_path_serves_it(monkeypatch):
     assert sorted_by[1:] == [(3, 32)]  # k = 30 of 32: the full sort
     assert all(np.array_equal(np.asarray(g), np.asarray(w), equal_nan=g.dtype.kind == "f")
                for g, w in zip(got, ref))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_distinct_rows_and_rows_with_ties_at_the_kth(dtype):
+    """Rows whose k largest are distinct take one comparison pass (no NaN among any row's k
+    largest, each row exactly k entries at or above its k-th); a row with ties at its k-th
+    (-0 beside +0 too), or a NaN among its k largest, sends the call to the general pass:
+    the NumPy backend's bits either way."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((9, 96)) * 1000).astype(dtype)
+    cases = [x]
+    tied = x.copy()
+    tied[3, :5] = tied[3].max()           # five equal largest, k = 4: ties at the k-th
+    cases.append(tied)
+    if np.dtype(dtype).kind == "f":
+        zeros = x.copy()
+        zeros[5] = -np.abs(zeros[5])
+        zeros[5, [7, 2, 40]] = [0.0, -0.0, 0.0]   # the k-th largest is a zero, of both signs
+        nan = x.copy()
+        nan[8, 50] = np.nan                # a NaN: the largest of its row
+        cases += [zeros, nan]
+    for case in cases:
+        got = kernels_select.top_k_kernel(case, k=4, axis=1)
+        want = impls()[lax.top_k_p](case, k=4, axis=1)   # (the reference kernel, any dtype)
+        for g, w in zip(got, want):
+            assert np.array_equal(np.asarray(g).view(np.uint8), np.asarray(w).view(np.uint8))
