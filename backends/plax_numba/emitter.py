@@ -20,7 +20,7 @@ import numpy as np
 from plax.config import env_number
 from plax import lax
 from plax.lowering import (ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body,
-                           returns_fresh)
+                           returns_fresh, takes_out)
 
 from plax_numba import cache, codegen, codegen_split, kernels, llvm_tier, tiered
 
@@ -576,6 +576,8 @@ def _bind(fn, params):
 def _kernel_step(kernel, params) -> Step:
     """The step calling a kernel-table ``kernel`` with ``params`` bound: fresh where the
     kernel is marked so (:func:`plax.lowering.returns_fresh`)."""
+    if takes_out(kernel):  # (an update: the driver may hand over its dead operand as out=)
+        return Step(_bind(kernel, params), accepts_out=True)
     return Step(_bind(kernel, params), fresh_result=returns_fresh(kernel))
 
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.lowering import fresh_result
+from plax.lowering import fresh_result, update_target, updates_in_place
 
 
 def _one_index_per_row(indices) -> bool:
@@ -58,13 +58,13 @@ def _single_elements(operand, indices, updates, dn) -> bool:
             and operand.dtype == updates.dtype and operand.dtype.kind in "fiuc")
 
 
-def _single_element_scatter_add(operand, indices, updates, dn, mode):
+def _single_element_scatter_add(operand, indices, updates, dn, mode, out=None):
     """``scatter-add`` of single elements: each update's full position from its index
     vector and its batch position, out-of-bounds ones clamped (``CLIP``) or dropped (the
     other modes, as the reference kernel drops them), then one ``np.add.at`` at the flat
     positions, in the updates' order, as the reference's ``np.add.at`` adds them."""
     from plax_numpy.impls_indexing import _full_starts  # (the reference's positions)
-    out = np.array(operand, copy=True, order="C")
+    out = update_target(operand, out, indices, updates)
     count = updates.size
     if count == 0 or out.size == 0:
         return out
@@ -84,8 +84,9 @@ def _single_element_scatter_add(operand, indices, updates, dn, mode):
 
 
 @fresh_result
+@updates_in_place
 def scatter_add_kernel(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                       unique_indices, mode):
+                       unique_indices, mode, out=None):
     """The value of ``scatter-add`` on host arrays: whole-row scatters by vectorised passes,
     single-element ones by one ``np.add.at`` at flat positions (both the reference kernel's
     bits), others by the reference kernel.
@@ -94,9 +95,11 @@ def scatter_add_kernel(operand, indices, updates, *, dimension_numbers, indices_
       operand, indices, updates: NumPy arrays.
       dimension_numbers, indices_are_sorted, unique_indices, mode: the primitive's
         parameters.
+      out: the operand itself where a compiled program hands it over, dead
+        (:func:`plax.lowering.update_target`): the updates are added into it.
 
     Returns:
-      A new array: ``operand`` with the updates added.
+      ``operand`` with the updates added: a new array, or ``out``.
 
     Example:
       >>> dn = lax.ScatterDimensionNumbers((1,), (0,), (0,))
@@ -109,12 +112,13 @@ def scatter_add_kernel(operand, indices, updates, *, dimension_numbers, indices_
     """
     operand, indices, updates = np.asarray(operand), np.asarray(indices), np.asarray(updates)
     if _single_elements(operand, indices, updates, dimension_numbers):
-        return _single_element_scatter_add(operand, indices, updates, dimension_numbers, mode)
+        return _single_element_scatter_add(operand, indices, updates, dimension_numbers, mode,
+                                           out)
     if not _whole_rows(operand, indices, updates, dimension_numbers):
         return _reference()(operand, indices, updates, dimension_numbers=dimension_numbers,
                             indices_are_sorted=indices_are_sorted,
-                            unique_indices=unique_indices, mode=mode)
-    out = np.array(operand, copy=True, order="C")
+                            unique_indices=unique_indices, mode=mode, out=out)
+    out = update_target(operand, out, indices, updates)
     n, width = operand.shape[0], math.prod(operand.shape[1:])
     rows = indices.reshape(-1).astype(np.intp)
     u = updates.reshape(rows.shape[0], width)

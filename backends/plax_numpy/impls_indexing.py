@@ -8,6 +8,7 @@ import numpy as np
 from plax import dtypes, lax
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax.lowering import complex_extremes, signed_zeros
+from plax.lowering.emitter import update_target, updates_in_place
 from plax_numpy.registry import impl
 
 
@@ -28,10 +29,11 @@ def _dynamic_slice(x, *starts, slice_sizes):
     return x[tuple(slice(a, a + n) for a, n in zip(lo, slice_sizes))]
 
 
-@impl(lax.dynamic_update_slice_p, fresh=True)  # (a copy, updated)
-def _dynamic_update_slice(x, update, *starts):
-    out = np.array(x, copy=True)
+@impl(lax.dynamic_update_slice_p, fresh=True)  # (a copy, updated, or the dead operand)
+@updates_in_place
+def _dynamic_update_slice(x, update, *starts, out=None):
     update = np.asarray(update)
+    out = update_target(np.asarray(x), out, update)
     lo = _clamped_starts(out.shape, update.shape, starts)
     out[tuple(slice(a, a + n) for a, n in zip(lo, update.shape))] = update
     return out
@@ -101,11 +103,12 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sor
 
 
 def _scatter(combine):
+    @updates_in_place
     def scatter(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                unique_indices, mode):
+                unique_indices, mode, out=None):
         dn = dimension_numbers
-        out = np.array(operand, copy=True)
         indices, updates = np.asarray(indices), np.asarray(updates)
+        out = update_target(np.asarray(operand), out, indices, updates)
         dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
         scatter_axes = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
         # updates as (n, *window) with size-1 axes at the inserted/batching operand axes

@@ -11,7 +11,8 @@ import importlib
 
 _WHERE = {
     "Emitter": "emitter", "Step": "emitter", "fresh_result": "emitter",
-    "returns_fresh": "emitter",
+    "returns_fresh": "emitter", "updates_in_place": "emitter", "takes_out": "emitter",
+    "update_target": "emitter",
     "PlaxFallbackWarning": "fallback", "reference_backend": "fallback",
     "reference_kernel": "fallback",
     "BROADCAST": "fusion", "ELEMENTWISE": "fusion", "REDUCTION": "fusion", "INDEX": "fusion",

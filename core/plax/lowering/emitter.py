@@ -84,6 +84,73 @@ def returns_fresh(kernel: Callable) -> bool:
     return getattr(kernel, "__plax_fresh_result__", False) is True
 
 
+def updates_in_place(kernel: Callable) -> Callable:
+    """Marks ``kernel`` (a host kernel of an update: ``dynamic_update_slice``, a ``scatter``)
+    as one that takes ``out=``, a dead buffer the lowering driver hands over, and writes its
+    result into its first operand when that buffer is the operand itself (see
+    :func:`update_target`): a backend then builds its step with :class:`Step`'s
+    ``accepts_out`` (:func:`takes_out`), and a program updating an array it computed and
+    reads no more (``(x * 2).at[i].set(v)``, ``y.at[a].set(p).at[b].set(q)``) copies
+    nothing. The kernel must also work without ``out``.
+
+    Args:
+      kernel: the kernel function, ``kernel(operand, *rest, out=None, **params)``.
+
+    Returns:
+      ``kernel`` itself, marked.
+
+    Example:
+      >>> @updates_in_place
+      ... def put(x, v, *, at, out=None):
+      ...     y = update_target(x, out, v)
+      ...     y[at] = v
+      ...     return y
+      >>> x = np.zeros(3)
+      >>> takes_out(put), put(x, 1.0, at=0, out=x) is x, put(x, 2.0, at=1) is x
+      (True, True, False)
+    """
+    kernel.__plax_updates_in_place__ = True
+    return kernel
+
+
+def takes_out(kernel: Callable) -> bool:
+    """Whether ``kernel`` was marked by :func:`updates_in_place` (it takes ``out=``).
+
+    Example:
+      >>> takes_out(lambda x: x), takes_out(updates_in_place(lambda x, out=None: x))
+      (False, True)
+    """
+    return getattr(kernel, "__plax_updates_in_place__", False) is True
+
+
+def update_target(operand: np.ndarray, out: Any = None, *others: Any) -> np.ndarray:
+    """The array a host update kernel writes its result into: ``operand`` itself when the
+    driver handed it over as ``out`` (dead after the update, allocated by the program), it
+    is writeable and C-contiguous, and no other operand of the update (``others``: the
+    update values, the indices) may share its memory; otherwise a C-contiguous copy of it.
+
+    Args:
+      operand: the array the update starts from.
+      out: the ``out=`` the kernel was given (None, the operand, or another dead buffer,
+        which is not used: an update has no use for a buffer other than its operand).
+      *others: the update's other operands.
+
+    Returns:
+      ``operand`` or a copy of it, to be written.
+
+    Example:
+      >>> x = np.zeros(4)
+      >>> update_target(x, x) is x, update_target(x, x, x[1:]) is x, update_target(x) is x
+      (True, False, False)
+    """
+    if (out is operand and isinstance(operand, np.ndarray) and operand.flags.writeable
+            and operand.flags.c_contiguous
+            and not any(isinstance(o, np.ndarray) and np.may_share_memory(operand, o)
+                        for o in others)):
+        return operand
+    return np.array(operand, copy=True, order="C")
+
+
 class Emitter:
     """Base class of a backend's code generator. Override what the backend compiles.
 
