@@ -56,10 +56,10 @@ def test_dead_operands_are_updated_in_place_and_values_are_numpys(backend):
     np.testing.assert_array_equal(x, before)
     text = f.lower(x, v, np.int32(3)).compile().as_text()
     handed = re.findall(r"= (_f\d+)\((v\d+), .*out=(v\d+)\)", text)
-    # the product's update, the slice update, the update of the copy of x's row and the
-    # `add` into kept's copy are not all in place: kept is read later through a view, and
-    # `shifted` reads its values from its operand, so those two copy
-    assert len(handed) >= 3 and all(op == out for _, op, out in handed), text
+    # every update is handed its operand (kept's view `late` is read before kept's update:
+    # plax.lowering.reads_before_updates), and the `* 1.0` ufunc its own; `shifted` reads
+    # its values from its operand, so update_target copies there
+    assert len(handed) == 6 and all(op == out for _, op, out in handed), text
     assert "out=v0" not in text and "out=a0" not in text   # (never the caller's x)
 
 

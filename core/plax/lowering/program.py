@@ -21,6 +21,7 @@ from plax.lowering.fallback import fallback_step
 from plax.lowering.calls import _call_primitives, call_body, is_pinned_call, pinned_call_body
 from plax.lowering.fusion import Cluster, HorizontalGroup, find_clusters, order_for_fusion
 from plax.lowering.literals import literal_value
+from plax.lowering.liveness import reads_before_updates
 from plax.lowering.simplify import (common_subexpressions, compose_broadcasts, explicit_broadcasts,
                                    fold_scalar_constants, hoist_broadcasts, sink_unit_reshapes,
                                    unit_reductions)
@@ -73,7 +74,8 @@ def fusion_units(jaxpr: Jaxpr, emitter) -> list:
       [['exp', 'mul'], 'reshape']
     """
     if not emitter.fuses:
-        return list(jaxpr.eqns)
+        # (reads of an update's operand first: the update may then take it as out=)
+        return list(reads_before_updates(jaxpr).eqns)
     options = emitter.fusion_options()
     # one program is asked several times (the Numba backend's dispatch count, then its
     # lowering; a whole-program kernel's reference tier, then its per-cluster fallback): the
@@ -118,7 +120,9 @@ def _fusion_units(jaxpr: Jaxpr, options) -> list:
     simple = common_subexpressions(unit_reductions(fold_scalar_constants(jaxpr)))
     simple = compose_broadcasts(sink_unit_reshapes(simple))
     simple = compose_broadcasts(hoist_broadcasts(simple))
-    return list(find_clusters(order_for_fusion(explicit_broadcasts(simple), options), options))
+    # (reads of an update's operand first: the update may then take it as out=)
+    simple = reads_before_updates(explicit_broadcasts(simple))
+    return list(find_clusters(order_for_fusion(simple, options), options))
 
 
 class _Program:
