@@ -213,7 +213,13 @@ def test_a_marked_step_lets_its_operand_be_reused_in_place(family):
         return r * 2.0 + c[:, :2]
 
     lines = _program(f, x44)
-    assert any("(v1, out=v1)" in line for line in lines), lines   # cos(a) into a's buffer
+    if family is _scatter:
+        # (cos(a) reads the scatter's operand: it is scheduled first, and the scatter, then
+        # a's last reader, writes into a's buffer: plax.lowering.reads_before_updates)
+        assert any(line.startswith("v") and "(v1, " in line and line.endswith("out=v1)")
+                   for line in lines), lines
+    else:
+        assert any("(v1, out=v1)" in line for line in lines), lines   # cos(a) into a's buffer
     np.testing.assert_allclose(np.asarray(plax.jit(f, backend="numpy")(x44)),
                                np.asarray(f(x44)), rtol=1e-6, atol=1e-6)
 
