@@ -316,16 +316,21 @@ def test_parallel_kernel_runs_its_serial_form_until_it_is_compiled(tiered_fresh,
     want = np.sqrt(x.astype(np.float64) ** 2 + 1.625) * 0.75 - np.cos(x.astype(np.float64)) ** 2
     f = plax.jit(lambda x: _cluster(x), backend="numba")
     serial_loads = len(cache.serial_loaded_at)
-    f(x)  # hot at once: the worker gets the serial form, then the parallel kernel
-    deadline = time.monotonic() + 300
-    while not all(_ready(f)):
-        assert time.monotonic() < deadline, "the serial form never became ready"
-        f(x)
-        time.sleep(0.01)
-    assert len(cache.serial_loaded_at) == serial_loads + 1
-    (serial,) = _kernels_in_use(f)
-    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
-    released.set()
+    try:
+        f(x)  # hot at once: the worker gets the serial form, then the parallel kernel
+        deadline = time.monotonic() + 300
+        while not all(_ready(f)):
+            assert time.monotonic() < deadline, "the serial form never became ready"
+            f(x)
+            time.sleep(0.01)
+        # (the worker's thread records the load just after the step switches: wait for it)
+        while len(cache.serial_loaded_at) == serial_loads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(cache.serial_loaded_at) == serial_loads + 1
+        (serial,) = _kernels_in_use(f)
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=2e-6)
+    finally:
+        released.set()   # (a failure above must not leave the held job to later tests)
     assert tiered.wait_idle(timeout=600)
     (parallel,) = _kernels_in_use(f)
     assert parallel is not serial
