@@ -22,7 +22,7 @@ from plax import lax
 from plax.lowering import (ARG_REDUCTION, CUMULATIVE, Emitter, Step, body_step, call_body,
                            returns_fresh, takes_out)
 
-from plax_numba import cache, codegen, codegen_split, kernels, llvm_tier, tiered
+from plax_numba import cache, codegen, codegen_rows, codegen_split, kernels, llvm_tier, tiered
 
 
 class NumbaEmitter(Emitter):
@@ -48,6 +48,9 @@ class NumbaEmitter(Emitter):
     #: (codegen_scan.fused_arg / fused_cumulative): argmax(abs(x - y), axis=1) is one loop
     fuses_arg_reductions = codegen.FUSES.arg_reductions
     fuses_cumulative = codegen.FUSES.cumulative
+    #: a reduction over trailing axes and the work on its rows and results (softmax, layer
+    #: norm, a cross-entropy's gradient) form one cluster (codegen_rows): each row read once
+    row_local_max_elements = codegen_rows.ROW_LOCAL_MAX_ELEMENTS
 
     def __init__(self, backend, device, compile_kernels: bool = True,
                  parallel: bool | None = None):
@@ -64,6 +67,8 @@ class NumbaEmitter(Emitter):
 
     # ------------------------------------------------------------ clusters
     def emit_cluster(self, cluster):
+        if cluster.row_axes:   # (declined: the driver lowers its parts as they were)
+            return self._emit_rows(cluster)
         if any(codegen.reference_only(e) for e in cluster.eqns):
             return self._emit_split(cluster)
         step = self._emit_kernel(cluster)
@@ -71,6 +76,17 @@ class NumbaEmitter(Emitter):
             if any(_scans(e) for e in cluster.eqns):
                 return self._emit_split(cluster, _scans)
         return step
+
+    def _emit_rows(self, cluster):
+        """A row-local cluster's kernel (:mod:`plax_numba.codegen_rows`), tiered as any
+        cluster's; None where the generator declines it."""
+        if any(codegen.reference_only(e) for e in cluster.eqns):
+            return None
+        try:
+            plan = codegen_rows.plan_rows(cluster, self.parallel)
+        except codegen.Unsupported:
+            return None
+        return self._emit_kernel(cluster, plan)
 
     def _emit_split(self, cluster, cut=codegen.reference_only):
         """The cluster as kernels of the runs between the equations ``cut`` selects (by
