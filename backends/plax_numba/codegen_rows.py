@@ -19,11 +19,13 @@ pass reads again is written to a scratch row in the pass that computes it (softm
 cluster's inputs are read from their arrays in each pass (a block of rows stays in the cache).
 
 Rows come in blocks of up to :data:`ROW_BLOCK` (threaded over blocks where the cluster is
-large; a block's scratch rows are allocated once). A pass's reductions are computed after the
-pass, a row at a time, in chunks of :data:`LANES` elements, each position of a chunk into its
-own accumulator (float64 for float sums, as elsewhere in this backend), then the accumulators
-and the row's last elements in order: a fixed order whatever the threads, and an elementwise
-loop over the chunk, which vectorises where one dependent addition after another does not.
+large; a block's scratch rows are allocated once; blocks of short rows take more of them, at
+least :data:`BLOCK_MIN_ELEMENTS` elements a block). A pass's reductions are computed after the
+pass, a row at a time, in chunks of :data:`LANES` elements (64, or 8 for short rows), each
+position of a chunk into its own accumulator (float64 for float sums, as elsewhere in this
+backend), then the accumulators and the row's last elements in order: a fixed order whatever
+the threads, and an elementwise loop over the chunk, which vectorises where one dependent
+addition after another does not (rows shorter than 32 elements are reduced in order).
 The row loops themselves carry no reduction and vectorise too.
 
 A ``gather`` of one element a row (``take_along_axis(x, labels[:, None], -1)``) is a pick after
@@ -60,12 +62,15 @@ ROW_LOCAL_MAX_ELEMENTS = 1 << 14
 #: share among threads
 ROW_BLOCK = 8
 ROW_BLOCK_BYTES = 1 << 18
+#: ... and at least this many elements where rows are short (softmax over (262144, 4))
+BLOCK_MIN_ELEMENTS = 4096
 
-#: a row is reduced in chunks of this many elements, each element of a chunk into its own
-#: accumulator (an elementwise loop over the chunk, which vectorises: a float64 sum of
-#: 1024x1024 float32 rows ~180 us against ~1 ms for one dependent addition after another, a
-#: max ~340 us against ~1.2 ms), then the accumulators in order, then the row's last elements
-LANES = 64
+#: a row is reduced in chunks of the first of these counts (lanes) that is at most a quarter
+#: of the row, each element of a chunk into its own accumulator (an elementwise loop over the
+#: chunk, which vectorises: a float64 sum of 1024x1024 float32 rows ~180 us in 64 lanes against
+#: ~1 ms for one dependent addition after another, a max ~340 us against ~1.2 ms), then the
+#: accumulators in order, then the row's last elements; rows under 4 * 8 elements in order
+LANES = (64, 8)
 
 
 def plan_rows(cluster, parallel: bool | None = None) -> KernelPlan:
@@ -103,6 +108,8 @@ class _RowsPlan:
         self.kept = shape[:len(shape) - m]
         self.row = math.prod(shape[len(shape) - m:])
         self.n_rows = math.prod(self.kept)
+        # (lanes a row's reductions take: fewer for shorter rows, none for the shortest)
+        self.lanes = next((n for n in LANES if self.row >= 4 * n), 0)
         self.parallel = parallel
         self.low = False
         for eqn in cluster.eqns:
@@ -235,7 +242,7 @@ class _RowsPlan:
             self.pass_reads.append(reads)
         for e in self.picks:   # (a reduced value is read from its buffer after its pass)
             op = self.resolve(e.invars[0])
-            if id(op) not in self.inputs:
+            if self.role(op) == "row" and id(op) not in self.inputs:
                 self.buffered.add(id(op))
 
     def live(self, var) -> bool:
@@ -289,8 +296,8 @@ class _RowsPlan:
         for e in self.picks:
             k = self._eqn_index(e)
             lines.append(f"        s{k} = np.empty({B}, {self._acc_storage(e)})")
-            if e.primitive is not lax.gather_p:
-                lines.append(f"        acc{k} = np.empty({LANES}, {self._acc_storage(e)})")
+            if e.primitive is not lax.gather_p and self.lanes:
+                lines.append(f"        acc{k} = np.empty({self.lanes}, {self._acc_storage(e)})")
         body: list = []
         for p in range(self.n_passes):
             body += self._pass(p)
@@ -313,9 +320,13 @@ class _RowsPlan:
         raise AssertionError(eqn)
 
     def _block(self, n_scratch: int) -> int:
-        """Rows a block takes: :data:`ROW_BLOCK`, halved while the scratch rows (at most 8
-        bytes an element) pass :data:`ROW_BLOCK_BYTES` or blocks would number fewer than 16."""
+        """Rows a block takes: :data:`ROW_BLOCK`, doubled while a block holds fewer than
+        :data:`BLOCK_MIN_ELEMENTS` (short rows: a block's allocations and loop setup spread
+        over enough work), then halved while the scratch rows (at most 8 bytes an element)
+        pass :data:`ROW_BLOCK_BYTES` or blocks would number fewer than 16."""
         B = ROW_BLOCK
+        while B * self.row < BLOCK_MIN_ELEMENTS:
+            B *= 2
         while B > 1 and (B * self.row * 8 * max(n_scratch, 1) > ROW_BLOCK_BYTES
                          or self.n_rows < 16 * B):
             B //= 2
@@ -505,14 +516,21 @@ class _RowsPlan:
         """The lines after a pass computing the block's results of the reduction or pick
         ``eqn`` into ``s{k}``."""
         k = self._eqn_index(eqn)
+        # (a row of one value: a per-row or rank-0 one broadcast over it, grad's cotangent of
+        # a sum; it is reduced, or picked, from that value)
+        uniform = self.role(eqn.invars[0]) != "row"
         if eqn.primitive is lax.gather_p:
             if self.m != 1:
                 raise Unsupported("gather over rows of several axes")
             fill = eqn.params["mode"] == GatherScatterMode.FILL_OR_DROP
             pre: list = []
-            at = self._label(eqn, pre, {}, clamp=not fill)
-            src, low = self._source_row(eqn.invars[0], "t")
-            picked = _load(low, f"{src}[{at}]") if low is not None else f"{src}[{at}]"
+            done: dict = {}
+            at = self._label(eqn, pre, done, clamp=not fill)
+            if uniform:
+                picked = self._scalar(eqn.invars[0], pre, done)
+            else:
+                src, low = self._source_row(eqn.invars[0], "t")
+                picked = _load(low, f"{src}[{at}]") if low is not None else f"{src}[{at}]"
             dtype = np.dtype(eqn.outvars[0].aval.dtype)
             if fill:
                 filled = constant(gather_fill_value(dtype, eqn.params["fill_value"]), dtype)
@@ -520,11 +538,24 @@ class _RowsPlan:
             return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in pre] + \
                 [f"    s{k}[t] = {picked}"]
         _, init, update = reduction(eqn.primitive, np.dtype(eqn.outvars[0].aval.dtype))
+        if uniform:   # (the same value row-many times, in order)
+            pre = []
+            value = self._scalar(eqn.invars[0], pre, {})
+            return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in pre] + \
+                [f"    c{k} = {init}", "    for q in range(row):",
+                 f"        c{k} = {update(f'c{k}', value)}", f"    s{k}[t] = c{k}"]
         src, low = self._source_row(eqn.invars[0], "t")
 
         def element(at: str) -> str:
             return _load(low, at) if low is not None else at
-        L = LANES
+        L = self.lanes
+        if not L:   # (short rows: in order, no lanes to set up and combine)
+            return ["for t in range(nb):",
+                    f"    w{k}_t = {src}",
+                    f"    c{k} = {init}",
+                    "    for q in range(row):",
+                    f"        c{k} = {update(f'c{k}', element(f'w{k}_t[q]'))}",
+                    f"    s{k}[t] = c{k}"]
         return ["for t in range(nb):",
                 f"    w{k}_t = {src}",
                 f"    for j in range({L}):",
