@@ -140,9 +140,10 @@ def scatter_add_kernel(operand, indices, updates, *, dimension_numbers, indices_
     most = np.argsort(-counts, kind="stable")
     first, counts, targets = first[most], counts[most], ranked[first[most]]
     sums = table[targets]          # each row's running sum, from the operand's row
+    # (rows with more than k updates, for every pass k at once: counts are descending)
+    lives = np.searchsorted(-counts, -np.arange(int(counts[0])), side="left")
     with np.errstate(all="ignore"):
-        for k in range(int(counts[0])):
-            live = int(np.count_nonzero(counts > k))
+        for k, live in enumerate(lives.tolist()):
             sums[:live] += u[order[first[:live] + k]]   # (each row's k-th update, in order)
     table[targets] = sums
     return out

@@ -1004,9 +1004,9 @@ def _update_chain(name: str, expr: str, lines: list, start: int) -> list | None:
     not made so."""
     links, value = [], expr
     while True:
+        made = re.compile(rf"{re.escape(value)} = (\w+)\.copy\(\){re.escape(UPDATE)}")
         found = [(j, m.group(1)) for j in range(start + 1, len(lines))
-                 for m in [re.fullmatch(rf"{value} = (\w+)\.copy\(\){UPDATE}", lines[j].strip())]
-                 if m]
+                 for m in [made.fullmatch(lines[j].strip())] if m]
         if len(found) != 1:
             return None
         links.append(found[0])
