@@ -281,23 +281,26 @@ class _RowsPlan:
             else:
                 self.buffer[v] = (f"w{k}", True)
                 scratch.append((f"w{k}", np.float32 if dtype in LOW_FLOATS else dtype))
-        self.block = self._block(len(scratch))
-        B = self.block
         large = self.n_rows * self.row >= PARALLEL_MIN
-        threaded = (large if self.parallel is None else self.parallel) and \
-            -(-self.n_rows // B) >= 2
-
-        lines = [f"    for blk in {'prange' if threaded else 'range'}"
-                 f"((n_rows + {B - 1}) // {B}):",
-                 f"        lo = blk * {B}",
-                 f"        nb = min(lo + {B}, n_rows) - lo"]
-        for name, dtype in scratch:
-            lines.append(f"        {name} = np.empty(({B}, row), {_storage(np.dtype(dtype))})")
+        threaded = large if self.parallel is None else self.parallel
+        self.block = B = self._block(len(scratch), threaded)
+        threaded = threaded and -(-self.n_rows // B) >= 2
+        allocs = [f"{name} = np.empty(({B}, row), {_storage(np.dtype(dtype))})"
+                  for name, dtype in scratch]
         for e in self.picks:
             k = self._eqn_index(e)
-            lines.append(f"        s{k} = np.empty({B}, {self._acc_storage(e)})")
+            allocs.append(f"s{k} = np.empty({B}, {self._acc_storage(e)})")
             if e.primitive is not lax.gather_p and self.lanes:
-                lines.append(f"        acc{k} = np.empty({self.lanes}, {self._acc_storage(e)})")
+                allocs.append(f"acc{k} = np.empty({self.lanes}, {self._acc_storage(e)})")
+        # (a block's scratch: per block where threaded, numba giving each thread its own;
+        # once before the loop where serial, not once a block)
+        lines = [] if threaded else ["    " + a for a in allocs]
+        lines += [f"    for blk in {'prange' if threaded else 'range'}"
+                  f"((n_rows + {B - 1}) // {B}):",
+                  f"        lo = blk * {B}",
+                  f"        nb = min(lo + {B}, n_rows) - lo"]
+        if threaded:
+            lines += ["        " + a for a in allocs]
         body: list = []
         for p in range(self.n_passes):
             body += self._pass(p)
@@ -319,18 +322,18 @@ class _RowsPlan:
                 return k
         raise AssertionError(eqn)
 
-    def _block(self, n_scratch: int) -> int:
+    def _block(self, n_scratch: int, threaded: bool) -> int:
         """Rows a block takes: :data:`ROW_BLOCK`, doubled while a block holds fewer than
-        :data:`BLOCK_MIN_ELEMENTS` (short rows: a block's allocations and loop setup spread
-        over enough work), then halved while the scratch rows (at most 8 bytes an element)
-        pass :data:`ROW_BLOCK_BYTES` or blocks would number fewer than 16."""
+        :data:`BLOCK_MIN_ELEMENTS` (short rows: a block's loop setup spread over enough
+        work), then halved while the scratch rows (at most 8 bytes an element) pass
+        :data:`ROW_BLOCK_BYTES` or, ``threaded``, blocks would number fewer than 16."""
         B = ROW_BLOCK
         while B * self.row < BLOCK_MIN_ELEMENTS:
             B *= 2
         while B > 1 and (B * self.row * 8 * max(n_scratch, 1) > ROW_BLOCK_BYTES
-                         or self.n_rows < 16 * B):
+                         or (threaded and self.n_rows < 16 * B)):
             B //= 2
-        return B
+        return min(B, max(self.n_rows, 1))
 
     def _acc_storage(self, eqn) -> str:
         """The dtype of the block's results of a reduction or pick ``eqn`` (as source)."""
