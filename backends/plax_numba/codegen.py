@@ -787,8 +787,7 @@ def plan_cluster(cluster, preallocate: bool = False, parallel: bool | None = Non
             if len(axes) == rank:  # to a scalar: accumulate in a local
                 pre.append(f"s{k} = {init}")
                 if chunked_sums is not None:   # (the operand kept, accumulated after)
-                    in_dtype = np.dtype(eqn.invars[0].aval.dtype)
-                    local_t = "np.float32" if in_dtype in LOW_FLOATS else _storage(in_dtype)
+                    local_t = scratch_storage(eqn.invars[0].aval.dtype)
                     pre.append(f"w{k} = np.empty({SUM_CHUNK}, {local_t})")
                     body.append(f"w{k}[i - base] = {operand}")
                     chunked_sums.append(f"s{k} = {update(f's{k}', f'w{k}[q]')}")
@@ -1180,6 +1179,13 @@ def _storage(dtype) -> str:
     if dtype in LOW_FLOATS:
         return "np.uint16"
     return _t(dtype) if dtype != np.bool_ else "np.bool_"
+
+
+def scratch_storage(dtype) -> str:
+    """The element type of a scratch array holding a kernel's values of ``dtype`` as it
+    computes them (float32 for the 16-bit floats, whose locals are float32)."""
+    dtype = np.dtype(dtype)
+    return "np.float32" if dtype in LOW_FLOATS else _storage(dtype)
 
 
 def _store(out, local, outputs, out_exprs, scalar_out, rank, flat, body, idx, rows):

@@ -43,14 +43,14 @@ import math
 import numpy as np
 
 from plax import lax
-from plax.core.jaxpr import JaxprEqn, Literal, Var
+from plax.core.jaxpr import JaxprEqn, Literal
 from plax.lax.slicing import GatherScatterMode, gather_fill_value
 from plax.lowering import BROADCAST, REDUCTION, fusion_kind
 from plax.lowering.fusion import ROW_LOCAL_IDENTITIES, per_row
 
 from plax_numba.codegen import (DTYPES, LOW_FLOATS, PARALLEL_MIN, _LOW_IMPORT, KernelPlan,
-                                Unsupported, _cast, _load, _storage, _t, constant, elementwise,
-                                reduction)
+                                Unsupported, _cast, _load, _t, constant, elementwise,
+                                reduction, scratch_storage)
 
 #: the longest row (elements) the Numba emitter asks row-local clusters for: a block of rows,
 #: its scratch rows and its outputs stay in the core's cache between passes (rows of 1024
@@ -96,6 +96,17 @@ def plan_rows(cluster, parallel: bool | None = None) -> KernelPlan:
     return _RowsPlan(cluster, parallel).plan()
 
 
+def _each_row(lines: list) -> list:
+    """``lines`` run for each row of the block (``t`` its place in the block, ``r`` its
+    number)."""
+    return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in lines]
+
+
+def _stored(dtype, expr: str) -> str:
+    """A value as an output of ``dtype`` holds it (float16/bfloat16: its bits)."""
+    return f"{LOW_FLOATS[dtype]}_bits({expr})" if dtype in LOW_FLOATS else expr
+
+
 class _RowsPlan:
     """One row-local cluster's analysis (roles, phases, what each pass computes) and source."""
 
@@ -122,6 +133,7 @@ class _RowsPlan:
                 elif dtype not in DTYPES:
                     raise Unsupported(f"{eqn.primitive.name} on {dtype}")
         self.defining = {id(e.outvars[0]): e for e in cluster.eqns}
+        self.index = {id(e): k for k, e in enumerate(cluster.eqns)}   # (its locals' suffix)
         self._inputs()
         self._values()
 
@@ -199,9 +211,9 @@ class _RowsPlan:
 
     # ------------------------------------------------------------ what each pass computes
     def _schedule(self):
-        """Simulates the passes in order: which row values each computes (``computed``), which
-        of them a later pass reads again (``kept_rows``: written to a buffer), which inputs and
-        per-row values each reads."""
+        """Simulates the passes in order: which row values each computes (``pass_rows``, and
+        ``computed_in``: the pass computing each) and which of them a later pass reads again or a
+        reduction reads after its pass (``buffered``: written to a buffer)."""
         self.picks = [e for e in self.cluster.eqns if self.kind.get(id(e.outvars[0])) == "pick"
                       and self.live(e.outvars[0])]
         out_rows = [v for v in self.cluster.outputs if tuple(v.aval.shape) == self.shape]
@@ -214,9 +226,8 @@ class _RowsPlan:
         self.computed_in: dict = {}   # id(row value) -> the pass computing it
         self.buffered: set = set()    # row values read by a later pass or reduced: buffered
         self.pass_rows = []           # per pass: ids of the row values it computes
-        self.pass_reads = []          # per pass: ids of row values it reads from buffers
         for p in range(self.n_passes):
-            rows, reads = set(), set()
+            rows = set()
 
             def need(atom):
                 atom = self.resolve(atom)
@@ -226,7 +237,6 @@ class _RowsPlan:
                     return
                 if id(atom) in self.computed_in:
                     self.buffered.add(id(atom))
-                    reads.add(id(atom))
                     return
                 self.computed_in[id(atom)] = p
                 rows.add(id(atom))
@@ -239,7 +249,6 @@ class _RowsPlan:
             for v in roots.get(p, ()):
                 need(v)
             self.pass_rows.append(rows)
-            self.pass_reads.append(reads)
         for e in self.picks:   # (a reduced value is read from its buffer after its pass)
             op = self.resolve(e.invars[0])
             if self.role(op) == "row" and id(op) not in self.inputs:
@@ -260,12 +269,10 @@ class _RowsPlan:
     def plan(self) -> KernelPlan:
         self._schedule()
         outputs = self.cluster.outputs
-        self.out_index = {}
-        for j, v in enumerate(outputs):
+        for v in outputs:
             s = tuple(v.aval.shape)
             if s != self.shape and not per_row(s, self.kept):
                 raise Unsupported(f"an output of shape {s}")
-            self.out_index.setdefault(id(v), j)
         # buffers: a row output (not float16/bfloat16: its buffer holds bits) is its own
         self.buffer = {}   # id(row value) -> (name, scratch: bool)
         scratch: list = []
@@ -280,15 +287,15 @@ class _RowsPlan:
                 self.buffer[v] = (f"o{row_outs[v]}", False)
             else:
                 self.buffer[v] = (f"w{k}", True)
-                scratch.append((f"w{k}", np.float32 if dtype in LOW_FLOATS else dtype))
+                scratch.append((f"w{k}", dtype))
         large = self.n_rows * self.row >= PARALLEL_MIN
         threaded = large if self.parallel is None else self.parallel
         self.block = B = self._block(len(scratch), threaded)
         threaded = threaded and -(-self.n_rows // B) >= 2
-        allocs = [f"{name} = np.empty(({B}, row), {_storage(np.dtype(dtype))})"
+        allocs = [f"{name} = np.empty(({B}, row), {scratch_storage(dtype)})"
                   for name, dtype in scratch]
         for e in self.picks:
-            k = self._eqn_index(e)
+            k = self.index[id(e)]
             allocs.append(f"s{k} = np.empty({B}, {self._acc_storage(e)})")
             if e.primitive is not lax.gather_p and self.lanes:
                 allocs.append(f"acc{k} = np.empty({self.lanes}, {self._acc_storage(e)})")
@@ -316,12 +323,6 @@ class _RowsPlan:
                   + "\n".join(head + lows + lines + ["    return 0"]) + "\n")
         return self._wrapped(source)
 
-    def _eqn_index(self, eqn) -> int:
-        for k, e in enumerate(self.cluster.eqns):
-            if e is eqn:
-                return k
-        raise AssertionError(eqn)
-
     def _block(self, n_scratch: int, threaded: bool) -> int:
         """Rows a block takes: :data:`ROW_BLOCK`, doubled while a block holds fewer than
         :data:`BLOCK_MIN_ELEMENTS` (short rows: a block's loop setup spread over enough
@@ -341,7 +342,7 @@ class _RowsPlan:
             dtype = np.dtype(eqn.outvars[0].aval.dtype)
         else:
             dtype = np.dtype(reduction(eqn.primitive, np.dtype(eqn.outvars[0].aval.dtype))[0])
-        return "np.float32" if dtype in LOW_FLOATS else _storage(dtype)
+        return scratch_storage(dtype)
 
     # per-row scalars ----------------------------------------------------------
     def _scalar(self, atom, lines: list, done: dict) -> str:
@@ -358,7 +359,7 @@ class _RowsPlan:
         if id(atom) in done:
             return done[id(atom)]
         eqn = self.defining[id(atom)]
-        k = self._eqn_index(eqn)
+        k = self.index[id(eqn)]
         kind = self.kind[id(atom)]
         odt = np.dtype(atom.aval.dtype)
         if kind == "pick":
@@ -413,7 +414,7 @@ class _RowsPlan:
                 names[id(atom)] = local
                 return local
             eqn = self.defining[id(atom)]
-            k = self._eqn_index(eqn)
+            k = self.index[id(eqn)]
             body.append(f"t{k} = {self._row_expr(eqn, value, pre, done)}")
             names[id(atom)] = f"t{k}"
             if id(atom) in self.buffer and self.buffer[id(atom)][1]:
@@ -426,16 +427,10 @@ class _RowsPlan:
         for j, v in enumerate(self.cluster.outputs):
             if tuple(v.aval.shape) == self.shape and \
                     self.phase.get(id(self.resolve(v)), 0) == p:
-                dtype = np.dtype(v.aval.dtype)
                 local = value(v)
-                stored = f"{LOW_FLOATS[dtype]}_bits({local})" if dtype in LOW_FLOATS else local
-                body.append(f"{row_of(f'o{j}')}[c] = {stored}")
-        lines: list = []
-        if body:
-            lines += ["for t in range(nb):", "    r = lo + t"]
-            lines += ["    " + s for s in pre]
-            lines.append("    for c in range(row):")
-            lines += ["        " + s for s in body]
+                body.append(f"{row_of(f'o{j}')}[c] = {_stored(np.dtype(v.aval.dtype), local)}")
+        lines = _each_row(pre + ["for c in range(row):"] + ["    " + s for s in body]) \
+            if body else []
         for e in self.picks:
             if self.phase[id(e.outvars[0])] - 1 == p:
                 lines += self._finish(e)
@@ -497,7 +492,7 @@ class _RowsPlan:
         if not per_row(tuple(indices.aval.shape), self.kept) or \
                 np.dtype(indices.aval.dtype).kind not in "iu":
             raise Unsupported(f"{eqn.primitive.name} of several labels a row")
-        k = self._eqn_index(eqn)
+        k = self.index[id(eqn)]
         index = self._scalar(indices, pre, done)
         if clamp:
             pre.append(f"q{k} = min(max(np.int64({index}), 0), row - 1)")
@@ -505,20 +500,21 @@ class _RowsPlan:
             pre.append(f"q{k} = np.int64({index})")
         return f"q{k}"
 
-    def _source_row(self, atom, t: str) -> tuple[str, np.dtype | None]:
+    def _source_row(self, atom, t: str) -> tuple[str, np.dtype]:
         """The array row holding row value ``atom`` for block row ``t`` after its pass, and the
-        dtype to decode (float16/bfloat16 inputs' bits) or None."""
+        dtype its elements are read as (:func:`plax_numba.codegen._load`: an input's
+        float16/bfloat16 bits decoded; a buffer holds values as computed)."""
         atom = self.resolve(atom)
         if id(atom) in self.inputs:
             name, _, dtype = self.inputs[id(atom)]
-            return f"{name}[lo + {t}]", dtype if dtype in LOW_FLOATS else None
+            return f"{name}[lo + {t}]", dtype
         name, scratch = self.buffer[id(atom)]
-        return (f"{name}[{t}]" if scratch else f"{name}[lo + {t}]"), None
+        return (f"{name}[{t}]" if scratch else f"{name}[lo + {t}]"), np.dtype(np.float32)
 
     def _finish(self, eqn) -> list:
         """The lines after a pass computing the block's results of the reduction or pick
         ``eqn`` into ``s{k}``."""
-        k = self._eqn_index(eqn)
+        k = self.index[id(eqn)]
         # (a row of one value: a per-row or rank-0 one broadcast over it, grad's cotangent of
         # a sum; it is reduced, or picked, from that value)
         uniform = self.role(eqn.invars[0]) != "row"
@@ -532,47 +528,34 @@ class _RowsPlan:
             if uniform:
                 picked = self._scalar(eqn.invars[0], pre, done)
             else:
-                src, low = self._source_row(eqn.invars[0], "t")
-                picked = _load(low, f"{src}[{at}]") if low is not None else f"{src}[{at}]"
+                src, read_as = self._source_row(eqn.invars[0], "t")
+                picked = _load(read_as, f"{src}[{at}]")
             dtype = np.dtype(eqn.outvars[0].aval.dtype)
             if fill:
                 filled = constant(gather_fill_value(dtype, eqn.params["fill_value"]), dtype)
                 picked = f"({picked} if 0 <= {at} < row else {filled})"
-            return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in pre] + \
-                [f"    s{k}[t] = {picked}"]
+            return _each_row(pre + [f"s{k}[t] = {picked}"])
         _, init, update = reduction(eqn.primitive, np.dtype(eqn.outvars[0].aval.dtype))
         if uniform:   # (the same value row-many times, in order)
             pre = []
             value = self._scalar(eqn.invars[0], pre, {})
-            return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in pre] + \
-                [f"    c{k} = {init}", "    for q in range(row):",
-                 f"        c{k} = {update(f'c{k}', value)}", f"    s{k}[t] = c{k}"]
-        src, low = self._source_row(eqn.invars[0], "t")
-
-        def element(at: str) -> str:
-            return _load(low, at) if low is not None else at
+            return _each_row(pre + [f"c{k} = {init}", "for q in range(row):",
+                                    f"    c{k} = {update(f'c{k}', value)}", f"s{k}[t] = c{k}"])
+        src, read_as = self._source_row(eqn.invars[0], "t")
         L = self.lanes
-        if not L:   # (short rows: in order, no lanes to set up and combine)
-            return ["for t in range(nb):",
-                    f"    w{k}_t = {src}",
-                    f"    c{k} = {init}",
-                    "    for q in range(row):",
-                    f"        c{k} = {update(f'c{k}', element(f'w{k}_t[q]'))}",
-                    f"    s{k}[t] = c{k}"]
-        return ["for t in range(nb):",
-                f"    w{k}_t = {src}",
-                f"    for j in range({L}):",
-                f"        acc{k}[j] = {init}",
-                f"    for q in range(0, row - row % {L}, {L}):",
-                f"        v{k} = w{k}_t[q:q + {L}]",
-                f"        for j in range({L}):",
-                f"            acc{k}[j] = {update(f'acc{k}[j]', element(f'v{k}[j]'))}",
-                f"    c{k} = acc{k}[0]",
-                f"    for j in range(1, {L}):",
-                f"        c{k} = {update(f'c{k}', f'acc{k}[j]')}",
-                f"    for q in range(row - row % {L}, row):",
-                f"        c{k} = {update(f'c{k}', element(f'w{k}_t[q]'))}",
-                f"    s{k}[t] = c{k}"]
+        if L:   # (the row's chunks into the lanes, the lanes in order, then the rest in order)
+            head = [f"for j in range({L}):", f"    acc{k}[j] = {init}",
+                    f"for q in range(0, row - row % {L}, {L}):", f"    v{k} = w{k}_t[q:q + {L}]",
+                    f"    for j in range({L}):",
+                    f"        acc{k}[j] = {update(f'acc{k}[j]', _load(read_as, f'v{k}[j]'))}",
+                    f"c{k} = acc{k}[0]", f"for j in range(1, {L}):",
+                    f"    c{k} = {update(f'c{k}', f'acc{k}[j]')}"]
+            rest = f"row - row % {L}"
+        else:   # (short rows: in order, no lanes to set up and combine)
+            head, rest = [f"c{k} = {init}"], "0"
+        return _each_row([f"w{k}_t = {src}"] + head + [
+            f"for q in range({rest}, row):",
+            f"    c{k} = {update(f'c{k}', _load(read_as, f'w{k}_t[q]'))}", f"s{k}[t] = c{k}"])
 
     def _per_row_outputs(self) -> list:
         """The lines storing the per-row outputs, after the last pass."""
@@ -581,13 +564,9 @@ class _RowsPlan:
         for j, v in enumerate(self.cluster.outputs):
             if tuple(v.aval.shape) == self.shape:
                 continue
-            dtype = np.dtype(v.aval.dtype)
             expr = self._scalar(v, lines, done)
-            lines.append(f"o{j}[r] = {LOW_FLOATS[dtype]}_bits({expr})"
-                         if dtype in LOW_FLOATS else f"o{j}[r] = {expr}")
-        if not lines:
-            return []
-        return ["for t in range(nb):", "    r = lo + t"] + ["    " + s for s in lines]
+            lines.append(f"o{j}[r] = {_stored(np.dtype(v.aval.dtype), expr)}")
+        return _each_row(lines) if lines else []
 
     # ------------------------------------------------------------ the wrapper
     def _wrapped(self, source: str) -> KernelPlan:
