@@ -2,14 +2,16 @@
 backend's kernel wrapping the reference one.
 
 The reference kernel computes a convolution with a small window as one matrix product per
-window offset, ``(rows, in features) @ (in features, out features)``, accumulated (a 3x3
-convolution of 8x32x32x16 -> 16 features: nine products of 2.1M multiply-adds each).
+block of output rows, ``(rows, window * in features) @ (window * in features, out
+features)`` over an im2col block of about ``IM2COL_BLOCK_BYTES`` (a 3x3 convolution of
+8x32x32x16 -> 16 features: three products of up to 3 * 1024 rows, 2.1M multiply-adds each).
 OpenBLAS spreads each over every core; on a host whose cores other processes hold, its
-threads wait for one another (that convolution: 136 ms per call threaded, 6.5 ms on one
-thread, medians of alternating batches at load average 12). So where each product is
-at most ``kernels.BLAS_SERIAL_MAX`` multiply-adds, the kernel runs with BLAS on one thread,
-as the Numba backend's small ``dot_general`` steps do; the values are the reference
-kernel's (one BLAS thread instead of several: the last bits may differ, as for those).
+threads wait for one another (that convolution as nine per-offset products, before: 136 ms
+per call threaded, 6.5 ms on one thread, medians of alternating batches at load average 12).
+So where each product is at most ``kernels.BLAS_SERIAL_MAX`` multiply-adds, the kernel runs
+with BLAS on one thread, as the Numba backend's small ``dot_general`` steps do; the values
+are the reference kernel's (one BLAS thread instead of several: the last bits may differ, as
+for those).
 """
 from __future__ import annotations
 
@@ -23,15 +25,11 @@ from plax.lowering import fresh_result
 
 _FAMILY = "plax.lax.convolution"  # (a family plax.lax loads on first use: not imported here)
 
-#: windows of at most this many offsets are one product per offset in the reference kernel
-#: (larger ones are one im2col product: left on BLAS's threads)
-PER_OFFSET_MAX_WINDOW = 32
-
-
 @functools.lru_cache(maxsize=256)
 def madds_per_product(lhs: ShapedArray, rhs: ShapedArray, params: tuple) -> int:
-    """Multiply-adds of one of the reference kernel's per-offset products (one group's, one
-    window offset's), or 0 for a window of more than :data:`PER_OFFSET_MAX_WINDOW` offsets.
+    """Multiply-adds of the reference kernel's largest im2col product (one group's block of
+    output rows, ``plax_numpy.impls_convolution.im2col_blocks``), or 0 for a window of more
+    than ``MAX_BLOCKED_WINDOW`` offsets (one contraction of the whole window view).
 
     Example:
       >>> conv = lambda x, w: lax.conv_general_dilated(
@@ -39,18 +37,25 @@ def madds_per_product(lhs: ShapedArray, rhs: ShapedArray, params: tuple) -> int:
       >>> f32 = np.dtype("float32")
       >>> lhs, rhs = ShapedArray((8, 32, 32, 16), f32), ShapedArray((3, 3, 16, 16), f32)
       >>> eqn = plax.make_jaxpr(conv)(lhs, rhs).eqns[0]
-      >>> madds_per_product(lhs, rhs, tuple(eqn.params.items()))  # 8*32*32 outputs x 16 x 16
-      2097152
+      >>> madds_per_product(lhs, rhs, tuple(eqn.params.items()))  # 3 images x 1024 rows x 144 x 16
+      7077888
     """
+    from plax_numpy.impls_convolution import MAX_BLOCKED_WINDOW, im2col_blocks
     kw = dict(params)
-    rhs_spec = kw["dimension_numbers"].rhs_spec
+    family = sys.modules[_FAMILY]
+    lhs_spec, rhs_spec, out_spec = kw["dimension_numbers"]
     window = math.prod(rhs.shape[d] for d in rhs_spec[2:])
-    if window > PER_OFFSET_MAX_WINDOW:
+    if window > MAX_BLOCKED_WINDOW:
         return 0
-    out = sys.modules[_FAMILY].conv_general_dilated_p.abstract_eval(lhs, rhs, **kw)
-    rhs_shape = rhs.shape
+    out = family.conv_general_dilated_p.abstract_eval(lhs, rhs, **kw)
     groups = kw["feature_group_count"] * kw["batch_group_count"]
-    return math.prod(out.shape) * rhs_shape[rhs_spec[1]] // groups
+    lead = (out.shape[out_spec[0]],) + tuple(out.shape[d] for d in out_spec[2:])
+    k = window * rhs.shape[rhs_spec[1]]
+    if 0 in lead or k == 0:
+        return 0  # (an empty result, or zeros: no product)
+    axis, step = im2col_blocks(lead, k, family.conv_compute_dtype(out.dtype).itemsize)
+    rows = min(step, lead[axis]) * math.prod(lead[axis + 1:])
+    return rows * k * (rhs.shape[rhs_spec[0]] // groups)
 
 
 @fresh_result

@@ -156,18 +156,19 @@ def _conv(groups=1):
 
 @pytest.mark.parametrize("groups", [1, 2])
 def test_small_convolutions_on_one_blas_thread(groups, monkeypatch):
-    """The size of the convolution's per-offset products decides (one group's: 2 x 16 x 16
-    rows, 32 // groups input and 64 // groups output features; 1M multiply-adds, one BLAS
-    thread; grouped: 256K, below what OpenBLAS threads, left alone); the values are the
-    NumPy backend's."""
+    """The size of the convolution's im2col products decides (one group's: one block of
+    2 x 8 x 8 rows of 9 x 16 // groups values, 32 // groups output features; 590K
+    multiply-adds, one BLAS thread; grouped: 147K, below what OpenBLAS threads, left alone);
+    the values are the NumPy backend's."""
     from plax_numba import kernels_conv
     rng = np.random.default_rng(groups)
-    x = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
-    w = rng.standard_normal((3, 3, 32 // groups, 64)).astype(np.float32)
+    x = rng.standard_normal((2, 8, 8, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16 // groups, 32)).astype(np.float32)
     eqn = _eqn(_conv(groups), x, w)
     avals = [v.aval for v in eqn.invars]
     madds = kernels_conv.madds_per_product(*avals, tuple(eqn.params.items()))
-    assert madds == 2 * 16 * 16 * 64 * (32 // groups) // groups
+    assert madds == (2 * 8 * 8) * (9 * 16 // groups) * (32 // groups)
+    assert (kernels.BLAS_THREADED_MIN < madds <= kernels.BLAS_SERIAL_MAX) == (groups == 1)
     backend = plax.plugins.registry().get_backend("numba")
     assert backend.eager_impl(eqn.primitive) is kernels_conv.conv_kernel
     inside = []

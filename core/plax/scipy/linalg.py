@@ -183,8 +183,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b: bool = False, check_finite: bo
     """Solves ``op(a) x = b`` given :func:`lu_factor`'s ``(lu, piv)``.
 
     Example:
-      >>> f = plax.scipy.linalg.lu_factor(jnp.array([[1., 2.], [3., 4.]]))
-      >>> plax.scipy.linalg.lu_solve(f, jnp.array([3., 7.]))
+      >>> f = plax.scipy.linalg.lu_factor(jnp.array([[4., 2.], [2., 3.]]))
+      >>> plax.scipy.linalg.lu_solve(f, jnp.array([6., 5.]))
       Array([1., 1.], dtype=float32)
     """
     del overwrite_b, check_finite
@@ -316,8 +316,8 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
     """Determinant of square matrices.
 
     Example:
-      >>> plax.scipy.linalg.det(jnp.array([[1., 2.], [3., 4.]]))
-      Array(-2., dtype=float32)
+      >>> plax.scipy.linalg.det(jnp.array([[4., 2.], [2., 3.]]))
+      Array(8., dtype=float32)
     """
     del overwrite_a, check_finite
     return jnp_linalg.det(a)
