@@ -115,7 +115,6 @@ it too, since CUDA refuses a synchronisation of a capturing stream (and drops th
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import warnings

@@ -675,7 +675,6 @@ def _dynamic_update_slice(gen, eqn, ins, lines, ind):
     if not shape:
         return [ins[1]]
     starts = _starts(gen, shape, eqn.invars[1].aval.shape, ins[2:], lines, ind)
-    parts = [f"{s}:{s} + {n}" for s, n in starts]
     name = gen.fresh()
     lines.append(f"{ind}{name} = {ins[0]}.copy(){UPDATE}")
     _copy_block(gen, name, [s for s, _ in starts], ins[1], [(0, 1)] * len(starts),
@@ -1205,7 +1204,7 @@ def scan_unroll(unroll, length: int) -> int:
 
 def _scan(gen, eqn, ins, lines, ind):
     p = eqn.params
-    body, length, reverse = p["jaxpr"], int(p["length"]), p["reverse"]
+    body, length = p["jaxpr"], int(p["length"])
     nc, ncarry = p["num_consts"], p["num_carry"]
     avals = [v.aval for v in eqn.outvars]
     carry = [gen.fresh("c") for _ in range(ncarry)]

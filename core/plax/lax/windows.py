@@ -20,7 +20,7 @@ from plax import dtypes
 from plax.core.primitive import Primitive
 from plax.core.registry import register_rule
 from plax.core.shaped_array import ShapedArray
-from plax.lax.base import ANY, NUMBER, ORDERED, asarray, aval_of, check_dtype
+from plax.lax.base import ANY, NUMBER, asarray, aval_of, check_dtype
 from plax.lax.convolution import padtype_to_pads
 from plax.transforms.jvp import Zero, deflinear
 

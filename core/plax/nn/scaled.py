@@ -15,7 +15,6 @@ dtype for its operands and scales.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from typing import Any, Literal, Optional, Sequence
 

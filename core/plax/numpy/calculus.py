@@ -244,7 +244,6 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
         dx_arr = diff(x, axis=axis)
     from plax.numpy.ufuncs import multiply
     mids = lax.add(_slice(y, 1, None, axis), _slice(y, None, -1, axis))
-    dt = get_aval(mids).dtype
     total = jsum(multiply(dx_arr, mids), axis=axis)
     return lax.mul(total, lax.full((), 0.5, get_aval(total).dtype))
 

@@ -7,7 +7,6 @@ from typing import Any, Callable
 import numpy as np
 
 from plax import dtypes
-from plax.core.trace import get_aval
 
 # JAX re-exports NumPy's writers: np.save/np.savez convert plax arrays through __array__.
 save = np.save

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

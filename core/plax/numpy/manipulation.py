@@ -9,7 +9,7 @@ put_along_axis, fill_diagonal) need ``inplace=False`` and return the updated arr
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from typing import Callable
 
-import numpy as np
 
 from plax.core.trace import get_aval
-from plax.numpy.util import asarray_weak, broadcast_shapes, broadcast_to, reject_out
+from plax.numpy.util import asarray_weak, broadcast_shapes, broadcast_to
 
 _DIM = r"\w+"
 _CORE = rf"\((?:{_DIM}(?:,{_DIM})*)?\)"

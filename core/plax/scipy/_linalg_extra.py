@@ -538,7 +538,6 @@ def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False,
                          f"and {e.shape}")
     dt = jnp.promote_types(jnp.promote_types(d.dtype, e.dtype), _float())
     d, e = d.astype(dt), e.astype(dt)
-    n = d.shape[0]
     t = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(jnp.conj(e), -1)
     w, v = jnp.linalg.eigh(t)
     if select == "i":

@@ -364,7 +364,6 @@ def _spectral(x: Array, y: Array, fs, window, nperseg, noverlap, nfft, detrend_t
     import numpy as np
     if scaling not in ("density", "spectrum"):
         raise ValueError(f"{name}: unknown scaling {scaling!r}")
-    n = x.shape[-1]
     win = _window(window, nperseg, jnp.finfo(x.dtype).dtype
                   if jnp.issubdtype(x.dtype, jnp.complexfloating) else x.dtype)
     nfft = nperseg if nfft is None else int(nfft)

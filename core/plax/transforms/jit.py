@@ -27,7 +27,6 @@ from plax.array import ARRAYLIKE_TYPES, _PY_SCALARS, Array, from_host
 from plax.backend import executable_text
 from plax.config import config
 from plax.core.jaxpr import ClosedJaxpr
-from plax.core.shaped_array import ShapeDtypeStruct
 from plax.sharding import in_internal_eager_work as _in_internal_eager_work
 from plax.sharding import mesh_maybe_set as _mesh_maybe_set
 from plax.sharding_context import context_mesh_params

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-import numpy as np
 
 import plax
 from plax import lax

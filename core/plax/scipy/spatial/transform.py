@@ -11,7 +11,6 @@ import math
 import typing
 from typing import Any, NamedTuple, Optional
 
-import numpy as np
 
 from plax import numpy as jnp
 

@@ -6,7 +6,6 @@ import math
 import numpy as np
 
 import plax
-from plax import lax
 from plax import numpy as jnp
 
 from ._util import Array, ArrayLike, const, inexact

@@ -1,7 +1,6 @@
 """The beta-binomial distribution (``scipy.stats.betabinom``)."""
 from __future__ import annotations
 
-import numpy as np
 
 from plax import lax
 from plax import numpy as jnp

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from plax import lax
 from plax import numpy as jnp

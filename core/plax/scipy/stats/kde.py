@@ -3,7 +3,7 @@ passes through ``jit`` and ``vmap``."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
