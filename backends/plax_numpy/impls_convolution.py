@@ -41,7 +41,7 @@ def im2col_blocks(lead: tuple, k: int, itemsize: int) -> tuple[int, int]:
     leading (batch and output spatial) axes ``lead`` in runs of ``step`` indices, looping over
     the axes before it; a block's rows of ``k`` values of ``itemsize`` bytes take at most
     about :data:`IM2COL_BLOCK_BYTES` (one index of the last axis, at least), in blocks of
-    equal size.
+    nearly equal size (``step`` is at most ``lead[axis]``).
 
     Args:
       lead: the leading axes' sizes, ``(N, out spatial...)``, none of them 0.
@@ -58,7 +58,7 @@ def im2col_blocks(lead: tuple, k: int, itemsize: int) -> tuple[int, int]:
     per_index = [math.prod(lead[a + 1:]) * k * itemsize for a in range(len(lead))]
     axis = next((a for a, size in enumerate(per_index) if size <= IM2COL_BLOCK_BYTES),
                 len(lead) - 1)
-    # blocks of equal size (a last block of a few rows would cost a product's set-up)
+    # blocks of nearly equal size (a last block of a few rows would cost a product's set-up)
     blocks = -(-per_index[axis] * lead[axis] // IM2COL_BLOCK_BYTES)
     return axis, -(-lead[axis] // blocks)
 
@@ -80,7 +80,7 @@ def _blocked_im2col(win, w, nsp):
     out = np.empty(lead + (o,), np.result_type(win, w))
     kernel = w.reshape(k, o)
     axis, step = im2col_blocks(lead, k, out.itemsize)
-    buffer = np.empty((min(step, lead[axis]),) + rows.shape[axis + 1:], out.dtype)
+    buffer = np.empty((step,) + rows.shape[axis + 1:], out.dtype)
     for outer in np.ndindex(*lead[:axis]):
         for start in range(0, lead[axis], step):
             block = outer + (slice(start, min(start + step, lead[axis])),)
