@@ -176,15 +176,37 @@ _SPECIAL_SCALAR = {lax.bessel_i0e_p: "bessel_i0e", lax.bessel_i1e_p: "bessel_i1e
                    lax.igamma_grad_a_p: "igamma_grad_a",
                    lax.random_gamma_grad_p: "random_gamma_grad", lax.zeta_p: "zeta",
                    lax.polygamma_p: "polygamma", lax.regularized_incomplete_beta_p: "betainc"}
-#: heavy scalar forms that vectorise with their loop when inlined, at a compile cost of
-#: seconds per kernel; each has a compiled-once form ``<name>_once``, called per element
-#: (:mod:`plax_numba.compiled_once`). The iterative forms (``igamma``, ``betainc``, ...)
-#: never vectorise: their names are their compiled-once forms, whatever the size.
-_INLINED_HEAVY = frozenset({"zeta_f32"})
-#: ... which kernels over at least this many elements inline (run time: the inlined
-#: ``zeta_f32`` ~0.2 us per element, its call ~1.2 us; compile: ~4 CPU s more per kernel),
-#: and smaller ones call: the conformance kit's, the tests', a scalar program's
-INLINE_HEAVY_MIN = 1 << 12
+#: heavy scalar forms, inlined (vectorised with their loop) only in kernels over at least this
+#: many elements; smaller kernels call their compiled-once twin ``<name>_once``
+#: (:func:`plax_numba.compiled_once.twin`), the same code compiled once per process. Inlined,
+#: a form costs LLVM 0.2-0.5 CPU s per kernel (``lgamma``/``digamma`` ~1.5-2.5, float64
+#: ``erf_inv`` ~1, ``zeta`` ~4), which a kernel over few elements never repays: the conformance
+#: kit's, the tests', a scalar program's, a cond branch's. Called, a form runs unvectorised,
+#: ~15 ns more per element (~30 ns for ``lgamma``/``digamma``, ~1 us for ``zeta``): the
+#: thresholds keep that within 1-3 us per call. The iterative forms (``igamma``, ``betainc``,
+#: ...) never vectorise: their names are their compiled-once forms, whatever the size.
+#: Always inlined: ``exp``, ``tanh`` and ``logistic`` (0.1-0.2 s, and in every small network's
+#: hot loop), and ``log``, ``sin`` and ``cos``, which the random samplers' kernels call: a
+#: twin's symbol is resolved through numba, and a jitted sampler loads from the disk cache
+#: without importing numba (:mod:`plax_numba.native_loader`; twins have no native artifact).
+INLINE_FROM = {
+    **dict.fromkeys(("expm1_f32", "erf_f32", "erfc_f32", "erf_inv_f32", "bessel_i0e_f32",
+                     "bessel_i1e_f32", "bessel_i0e_f64", "bessel_i1e_f64", "digamma_f64"),
+                    1 << 6),
+    **dict.fromkeys(("lgamma_f32", "digamma_f32", "erf_inv_f64"), 1 << 8),
+    "zeta_f32": 1 << 12,
+}
+
+
+def _inlined_or_called(name: str, eqn) -> str:
+    """``name``, or its compiled-once twin where ``eqn``'s kernel is too small to repay
+    inlining it (:data:`INLINE_FROM`)."""
+    least = INLINE_FROM.get(name)
+    if least is not None and math.prod(eqn.outvars[0].aval.shape) < least:
+        return f"{name}_once"
+    return name
+
+
 #: float64 forms of functions whose float32 form is in _F32_KERNELS (plax_numba.special*)
 _F64_KERNELS = {lax.digamma_p: "digamma_f64", lax.erf_inv_p: "erf_inv_f64"}
 #: elementwise functions costly enough per element (a polynomial or a libm call) that a flat
@@ -255,15 +277,13 @@ def elementwise(eqn, a: list[str]) -> str:
             return _cast(f"{a[0]} != 0", dout)
         return _cast(f"(1 if {a[0]} > 0 else (-1 if {a[0]} < 0 else 0))", dout)
     if prim in _SPECIAL_SCALAR and din[0] in (np.float32, np.float64):
-        name = f"{_SPECIAL_SCALAR[prim]}_f{bits}"
-        if name in _INLINED_HEAVY and math.prod(eqn.outvars[0].aval.shape) < INLINE_HEAVY_MIN:
-            name += "_once"  # its compiled-once form, called (plax_numba.compiled_once)
+        name = _inlined_or_called(f"{_SPECIAL_SCALAR[prim]}_f{bits}", eqn)
         return f"{name}({', '.join(a)})"
     if prim in _F64_KERNELS and din[0] == np.float64:
-        return f"{_F64_KERNELS[prim]}({a[0]})"
+        return f"{_inlined_or_called(_F64_KERNELS[prim], eqn)}({a[0]})"
     scalar = not eqn.outvars[0].aval.shape
     if prim in _F32_KERNELS and din[0] == np.float32 and not (scalar and prim in _SPECIAL_F64):
-        return f"{_F32_KERNELS[prim]}({a[0]})"
+        return f"{_inlined_or_called(_F32_KERNELS[prim], eqn)}({a[0]})"
     if prim in _SPECIAL_F64 and k == "f" and din[0].itemsize >= 4:
         # float32 scalars too: their rounding of libm's float64 erf matches SciPy's (the NumPy
         # backend's), which truncated_normal's bounds need to stay bit-identical

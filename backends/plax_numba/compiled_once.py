@@ -21,10 +21,11 @@ form's code comes from numba's cache).
 Same bits: the scalar code is the same numba function with the same options (no fast-math, so
 LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost is a
 function call per element where the inlined form could vectorise with its loop: the iterative
-forms never vectorise and are always called, while the code generator calls ``zeta_f32_once``
-only in kernels over few elements and inlines ``zeta_f32`` in larger ones
-(:data:`plax_numba.codegen.INLINE_HEAVY_MIN`); cheap forms (``exp``, ``log``, ``tanh``, ...)
-are never called this way.
+forms never vectorise and are always called, while the forms that do vectorise (``zeta``, the
+float32 ``sin``, ``log``, ``erf``, ``lgamma``, ..., the Bessel functions) have a compiled-once
+:func:`twin`, ``<name>_once``, which the code generator calls in kernels over few elements and
+inlines in larger ones (:data:`plax_numba.codegen.INLINE_FROM`); ``exp``, ``tanh`` and
+``logistic`` are always inlined.
 """
 from __future__ import annotations
 
@@ -128,6 +129,26 @@ def compiled_once(dispatcher, signature: str, module: str, name: str) -> Callabl
     overload(python_call, inline="never", jit_options=dict(nogil=True))(
         _ARITIES[len(args)](choose))
     return python_call
+
+
+def twin(form, signature: str, module: str) -> Callable:
+    """The compiled-once twin of an inlined scalar form, named ``<form's name>_once``: what
+    kernels over few elements call instead of linking ``form``'s body
+    (:data:`plax_numba.codegen.INLINE_FROM` says from how many elements they inline it).
+
+    Args:
+      form: a ``numba.njit`` function (``cache=True``), inlined by the larger kernels.
+      signature: the signature kernels call it with (``"float32(float32)"``).
+      module: the module defining both (the twin is looked up there as ``<name>_once``).
+
+    Returns:
+      :func:`compiled_once` of ``form``.
+
+    Example::
+
+      sin_f32_once = twin(sin_f32, "float32(float32)", __name__)
+    """
+    return compiled_once(form, signature, module, f"{form.py_func.__name__}_once")
 
 
 def _reload(module: str, name: str) -> None:

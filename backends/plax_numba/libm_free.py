@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from plax_numba.compiled_once import twin
 from plax_numba.scalar import bitcast, constant_table, fma_f32 as fma32, fma_f64 as fma
 # exp_f32's constants: 1/ln2, the 1.5 * 2**23 rounder and exp(r) = 1 + r + r**2 Q(r) (erfc_f32)
 from plax_numba.scalar import (_LOG2E as _LOG2E32, _ROUNDER as _ROUNDER32,
@@ -518,3 +519,16 @@ def digamma_f32(x):
     r = _NAN32 if pole else r
     r = x if x == _INF32 else r
     return x if x != x else r
+
+
+# What kernels over few elements call (plax_numba.codegen.INLINE_FROM): inlined, each form
+# costs LLVM 0.2-2.5 CPU s per kernel (lgamma and digamma the most) that a small kernel never
+# repays; called, it is one instruction per use and the same bits (plax_numba.compiled_once).
+# log, sin and cos have none: the random samplers' kernels inline them (see INLINE_FROM)
+_UNARY32 = "float32(float32)"
+expm1_f32_once = twin(expm1_f32, _UNARY32, __name__)
+erf_f32_once = twin(erf_f32, _UNARY32, __name__)
+erfc_f32_once = twin(erfc_f32, _UNARY32, __name__)
+erf_inv_f32_once = twin(erf_inv_f32, _UNARY32, __name__)
+lgamma_f32_once = twin(lgamma_f32, _UNARY32, __name__)
+digamma_f32_once = twin(digamma_f32, _UNARY32, __name__)

@@ -31,6 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
+from plax_numba.compiled_once import twin
 from plax_numba.libm_free import _log_full
 from plax_numba.scalar import fma_f64 as fma
 
@@ -166,3 +167,8 @@ def erf_inv_f64(y):
     p = p_zero if w < 2.0 else p_central if w < 6.25 else (p_middle if w < 16.0 else p_tail)
     edge = math.copysign(np.inf, y) if ay == 1.0 else np.nan
     return p * y if inside else edge
+
+
+#: what kernels over few elements call (plax_numba.codegen.INLINE_FROM; the same bits, one call
+#: where the inlined form costs LLVM ~1 CPU s per kernel)
+erf_inv_f64_once = twin(erf_inv_f64, "float64(float64)", __name__)

@@ -29,7 +29,7 @@ from numba import njit
 
 from plax.lax.special_series import (EULER_MACLAURIN_DIVISORS, STOP_TOLERANCE_F32, ZETA_LARGE_Q,
                                      ZETA_LIFT_F32, ZETA_LIFT_F64)
-from plax_numba.compiled_once import compiled_once
+from plax_numba.compiled_once import compiled_once, twin
 from plax_numba.libm_free import _log_full, exp_f64
 from plax_numba.special import digamma_f64
 
@@ -220,8 +220,8 @@ def zeta_f32(s, q):
 #: over few elements call, where the inlined form's compile (~4 CPU s per kernel: LLVM
 #: vectorising its five powers three times over) is not repaid; the inlined form runs ~6x
 #: faster per element (it vectorises with its loop), so large kernels keep it
-#: (:data:`plax_numba.codegen.INLINE_HEAVY_MIN`)
-zeta_f32_once = compiled_once(zeta_f32, "float32(float32, float32)", __name__, "zeta_f32_once")
+#: (:data:`plax_numba.codegen.INLINE_FROM`)
+zeta_f32_once = twin(zeta_f32, "float32(float32, float32)", __name__)
 
 
 @njit(**_inline)

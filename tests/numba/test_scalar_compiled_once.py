@@ -1,8 +1,9 @@
 """Heavy scalar forms compiled once per process and called by the kernels
 (:mod:`plax_numba.compiled_once`): one compilation however many kernels call a form, the
-same bits as the inlined form, values matching the NumPy backend, small kernels calling
-``zeta_f32_once`` and large ones inlining ``zeta_f32``, and a kernel loaded from numba's
-disk cache by another process finding its compiled-once form."""
+same bits as the inlined form, values matching the NumPy backend, small kernels calling the
+twins of the vectorising forms (``zeta_f32_once``, ``lgamma_f32_once``, ...) and large ones
+inlining the forms, and a kernel loaded from numba's disk cache by another process finding its
+compiled-once form."""
 from __future__ import annotations
 
 import os
@@ -73,15 +74,82 @@ def test_python_call_and_other_types_run_the_inlined_form():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("size, name", [(64, "zeta_f32_once("), (1 << 13, "zeta_f32(")])
-def test_zeta_f32_called_when_small_inlined_when_large(size, name):
-    """float32 ``zeta`` over fewer than ``INLINE_HEAVY_MIN`` elements calls its
-    compiled-once form (a cheap compile), larger ones inline it (it vectorises there)."""
+#: (primitive, operand dtype, arity) of each form of ``codegen.INLINE_FROM``
+_INLINED_FORMS = {
+    "expm1_f32": (lax.expm1_p, np.float32, 1),
+    "erf_f32": (lax.erf_p, np.float32, 1), "erfc_f32": (lax.erfc_p, np.float32, 1),
+    "erf_inv_f32": (lax.erf_inv_p, np.float32, 1), "lgamma_f32": (lax.lgamma_p, np.float32, 1),
+    "digamma_f32": (lax.digamma_p, np.float32, 1),
+    "bessel_i0e_f32": (lax.bessel_i0e_p, np.float32, 1),
+    "bessel_i1e_f32": (lax.bessel_i1e_p, np.float32, 1),
+    "bessel_i0e_f64": (lax.bessel_i0e_p, np.float64, 1),
+    "bessel_i1e_f64": (lax.bessel_i1e_p, np.float64, 1),
+    "digamma_f64": (lax.digamma_p, np.float64, 1), "erf_inv_f64": (lax.erf_inv_p, np.float64, 1),
+    "zeta_f32": (lax.zeta_p, np.float32, 2),
+}
+
+
+def _twin(name):
+    """The module attribute ``<name>_once`` (the twin the kernels import, cache._HELPERS)."""
+    import importlib
+    from plax_numba import cache
+    module = next(m for m, names in cache._HELPERS.items() if f"{name}_once" in names)
+    return getattr(importlib.import_module(module), f"{name}_once")
+
+
+def test_every_inlined_form_has_a_twin():
+    """Every form the code generator may call as ``<name>_once`` has that twin, importable
+    by generated kernels, compiled once for the form's own signature."""
     from plax_numba import codegen
-    s = np.full(size, 2.5, np.float32)
-    eqn = plax.make_jaxpr(lambda s, q: lax.zeta(s, q))(s, s).jaxpr.eqns[0]
-    assert (size < codegen.INLINE_HEAVY_MIN) == (name == "zeta_f32_once(")
-    assert codegen.elementwise(eqn, ["s", "q"]) == f"{name}s, q)"
+    assert set(codegen.INLINE_FROM) == set(_INLINED_FORMS)
+    for name in codegen.INLINE_FROM:
+        twin = _twin(name)
+        dtype, arity = _INLINED_FORMS[name][1:]
+        assert twin.signature == f"{np.dtype(dtype).name}({', '.join([np.dtype(dtype).name] * arity)})"
+        assert twin.dispatcher.py_func.__name__ == name
+
+
+@pytest.mark.parametrize("name", sorted(_INLINED_FORMS))
+def test_called_when_small_inlined_when_large(name):
+    """A kernel over fewer than ``INLINE_FROM[name]`` elements calls the form's compiled-once
+    twin (a cheap compile); from there it inlines the form (it vectorises with the loop)."""
+    from plax_numba import codegen
+    prim, dtype, arity = _INLINED_FORMS[name]
+    least = codegen.INLINE_FROM[name]
+    names = ["s", "q"][:arity]
+    for size, called in ((least - 1, True), (least, False)):
+        x = np.full(size, 0.5, dtype)
+        with plax.config.override("enable_x64", dtype == np.float64):
+            eqn = plax.make_jaxpr(lambda *a: prim.bind(*a))(*[x] * arity).jaxpr.eqns[0]
+        want = f"{name}_once(" if called else f"{name}("
+        assert codegen.elementwise(eqn, names).startswith(want), (size, want)
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, _, arity) in _INLINED_FORMS.items()
+                                        if arity == 1))
+def test_twin_gives_the_inlined_bits(name):
+    """The twin, called from a loop, gives the inlined form's bits on ordinary values, the
+    edges (signed zeros, infinities, NaN, poles, the domain's ends) and random bit patterns."""
+    from numba_vs_numpy import elementwise_loop
+    dtype = _INLINED_FORMS[name][1]
+    finfo = np.finfo(dtype)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([
+        np.linspace(-12, 12, 2001), [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 1 - 1e-7,
+                                     -(1 - 1e-7), np.inf, -np.inf, np.nan, finfo.tiny,
+                                     finfo.max, -finfo.max, 1e30, -1e30]]).astype(dtype)
+    size = 8 * np.dtype(dtype).itemsize
+    pattern = rng.integers(0, 1 << (size - 1), 4000, dtype=np.int64).astype(f"uint{size}")
+    x = np.concatenate([x, pattern.view(dtype), -pattern.view(dtype)])
+    twin = _twin(name)
+    got = elementwise_loop(twin)(x)
+    want = elementwise_loop(twin.dispatcher)(x)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
 def test_small_zeta_kernel_matches_numpy_backend():
