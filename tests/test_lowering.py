@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import plax
 import plax.numpy as jnp
-from plax import plugins
+from plax import lax, plugins
 from plax.backend import Backend, UnsupportedPrimitiveError
 from plax.core import Primitive, ShapedArray
 from plax.core.jaxpr import Literal, sub_jaxprs
@@ -491,6 +491,11 @@ def test_rewrites_before_fusion_merge_sink_and_compose():
     # a repeated equation whose result is an output stays (the outputs keep their producers)
     j2 = plax.make_jaxpr(lambda v: (v.max(axis=0), v.max(axis=0)))(x).jaxpr
     assert count(common_subexpressions(j2), "reduce_max") == 2
+    # ... and a later repeat that is not an output reads it (the second neg below)
+    j3 = plax.make_jaxpr(lambda v, w: (-lax.sin(v), (-lax.sin(v)) * w))(x, y).jaxpr
+    merged3 = common_subexpressions(j3)
+    assert [e.primitive.name for e in merged3.eqns] == ["sin", "neg", "mul"]
+    assert merged3.eqns[2].invars[0] is merged3.outvars[0]
 
 
 def test_rewritten_programs_equal_eager_on_a_fusing_backend():

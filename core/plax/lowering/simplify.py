@@ -299,12 +299,15 @@ def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
     seen: dict = {}
 
     def earlier(eqn, rename):
-        if not _pure(eqn) or any(id(v) in outputs for v in eqn.outvars):
+        if not _pure(eqn):
             return None
         key = (eqn.primitive, tuple(_atom_key(v, rename) for v in eqn.invars),
                _params_key(eqn.params))
         first = seen.setdefault(key, eqn)
-        return None if first is eqn else dict(zip(eqn.outvars, first.outvars))
+        # (an equation computing an output is kept, but a later repeat reads its results)
+        if first is eqn or any(id(v) in outputs for v in eqn.outvars):
+            return None
+        return dict(zip(eqn.outvars, first.outvars))
     return _substituted(jaxpr, earlier)
 
 
