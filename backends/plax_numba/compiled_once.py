@@ -22,10 +22,10 @@ Same bits: the scalar code is the same numba function with the same options (no 
 LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost is a
 function call per element where the inlined form could vectorise with its loop: the iterative
 forms never vectorise and are always called, while the forms that do vectorise (``zeta``, the
-float32 ``sin``, ``log``, ``erf``, ``lgamma``, ..., the Bessel functions) have a compiled-once
+float32 ``erf``, ``lgamma``, ``digamma``, ..., the Bessel functions) have a compiled-once
 :func:`twin`, ``<name>_once``, which the code generator calls in kernels over few elements and
-inlines in larger ones (:data:`plax_numba.codegen.INLINE_FROM`); ``exp``, ``tanh`` and
-``logistic`` are always inlined.
+inlines in larger ones (:data:`plax_numba.codegen.INLINE_FROM`); ``exp``, ``tanh``,
+``logistic``, ``log``, ``sin`` and ``cos`` are always inlined.
 """
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def twin(form, signature: str, module: str) -> Callable:
 
     Example::
 
-      sin_f32_once = twin(sin_f32, "float32(float32)", __name__)
+      lgamma_f32_once = twin(lgamma_f32, "float32(float32)", __name__)
     """
     return compiled_once(form, signature, module, f"{form.py_func.__name__}_once")
 

@@ -279,8 +279,8 @@ def common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
     loss is, stages two identical reductions; their gradients stage a third. XLA computes
     each once, and so does a backend lowering this: one kernel (a launch on a GPU) less per
     repeat. Only fusible primitives and reshapes are merged (functions of their operands
-    alone); an equation whose result is one of the jaxpr's outputs is kept. Sub-jaxprs are
-    left as they are.
+    alone); an equation whose result is one of the jaxpr's outputs is kept (a later repeat of
+    it reads its results). Sub-jaxprs are left as they are.
 
     Args:
       jaxpr: the program to rewrite (not modified).
