@@ -54,6 +54,7 @@ _HELPERS = {
                           "nextafter_f64", "fma_f32", "fma_f64", "fma_odd_f32"),
     "plax_numba.libm_free": ("log_f32", "expm1_f32", "erf_f32", "erfc_f32", "sin_f32",
                              "cos_f32", "erf_inv_f32", "lgamma_f32", "digamma_f32",
+                             "log_f32_once", "sin_f32_once", "cos_f32_once",
                              "expm1_f32_once", "erf_f32_once", "erfc_f32_once",
                              "erf_inv_f32_once", "lgamma_f32_once", "digamma_f32_once"),
     "plax_numba.special": ("bessel_i0e_f32", "bessel_i0e_f64", "bessel_i1e_f32",

@@ -186,13 +186,13 @@ _SPECIAL_SCALAR = {lax.bessel_i0e_p: "bessel_i0e", lax.bessel_i1e_p: "bessel_i1e
 #: thresholds keep that within 1-3 us per call. The iterative forms (``igamma``, ``betainc``,
 #: ...) never vectorise: their names are their compiled-once forms, whatever the size.
 #: Always inlined: ``exp``, ``tanh`` and ``logistic`` (0.1-0.2 s, and in every small network's
-#: hot loop), and ``log``, ``sin`` and ``cos``, which the random samplers' kernels call: a
-#: twin's symbol is resolved through numba, and a jitted sampler loads from the disk cache
-#: without importing numba (:mod:`plax_numba.native_loader`; twins have no native artifact).
+#: hot loop). A kernel's native artifact carries the object code of the twins it calls, so a
+#: program calling them still loads from the disk cache without numba
+#: (:func:`plax_numba.native_emit.compiled_once_objects`).
 INLINE_FROM = {
-    **dict.fromkeys(("expm1_f32", "erf_f32", "erfc_f32", "erf_inv_f32", "bessel_i0e_f32",
-                     "bessel_i1e_f32", "bessel_i0e_f64", "bessel_i1e_f64", "digamma_f64"),
-                    1 << 6),
+    **dict.fromkeys(("log_f32", "sin_f32", "cos_f32", "expm1_f32", "erf_f32", "erfc_f32",
+                     "erf_inv_f32", "bessel_i0e_f32", "bessel_i1e_f32", "bessel_i0e_f64",
+                     "bessel_i1e_f64", "digamma_f64"), 1 << 6),
     **dict.fromkeys(("lgamma_f32", "digamma_f32", "erf_inv_f64"), 1 << 8),
     "zeta_f32": 1 << 12,
 }

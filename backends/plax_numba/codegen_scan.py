@@ -392,11 +392,12 @@ def fused_cumulative(eqn, k: int, j: int, operand: str, idx: list, dims: list,
         op = "OP_ADD" if prim is lax.cumsum_p else "OP_MUL"
         fmt = LOW_FLOATS.get(dtype)
         if fmt is None:
-            call, name = f"scan_lines({{}}, {{}}, {int(reverse)}, {op})", "scan_lines"
+            name = f"scan_lines_f{vt.itemsize * 8}_once"
+            call = f"{name}({{}}, {{}}, {int(reverse)}, {op})"
         else:
             rounding = "ROUND_F16" if fmt == "f16" else "ROUND_BF16"
-            call = f"scan_lines_bits({{}}, {{}}, {int(reverse)}, {op}, {rounding})"
-            name = "scan_lines_bits"
+            name = "scan_lines_bits_once"
+            call = f"{name}({{}}, {{}}, {int(reverse)}, {op}, {rounding})"
         outer = " * ".join(dims[:axis]) or "1"
         inner = " * ".join(dims[axis + 1:]) or "1"
         lines = f"({outer}, {dims[axis]}, {inner})"

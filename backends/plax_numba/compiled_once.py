@@ -1,22 +1,25 @@
-"""Heavy scalar forms compiled once per process and called by the kernels, not re-optimised in
-each of them.
+"""Heavy scalar forms (and the blocked scan) compiled once per process and called by the
+kernels, not re-optimised in each of them.
 
 A numba function called from another is linked into the caller's LLVM module and optimised
 again there (inlined, unrolled, vectorised with the caller's loop), so every generated kernel
 calling float32 ``zeta`` paid LLVM's whole optimisation and code generation of it (~4 CPU
 seconds per kernel on the 2-core host), every kernel calling an iterative form (``igamma``,
 ``betainc``, ``polygamma``, ...) some tenths. :func:`compiled_once` gives such a function a
-second face for compiled callers: a call of its separately compiled machine code (numba's
-C-ABI wrapper of the function, compiled once for its signature and kept in numba's disk cache
-as any ``cache=True`` function) through an external symbol,
+second face for compiled callers: a call of its separately compiled machine code (the
+function compiled once for its signature, kept in numba's disk cache as any ``cache=True``
+function, and called with numba's calling convention, so an exception it raises propagates)
+through an external symbol,
 ``plax_once.<module>.<name>.<signature>``, which this module registers with LLVM's linker.
 The kernel's module then holds one ``call`` instruction where it held the function's body.
 
 The symbol is registered when a kernel calling it is compiled, and again before numba loads
 such a kernel from its disk cache in another process (numba's ``reload_init`` hooks of the
 kernel's library, pickled with its cache entry), so a cached kernel never meets an unresolved
-symbol; the numba-free loader resolves it through :func:`resolve` (which imports numba: the
-form's code comes from numba's cache).
+symbol. A kernel's native artifact carries the object code of each compiled-once function it
+calls (:func:`object_code`, :func:`plax_numba.native_emit.compiled_once_objects`), which the
+numba-free loader links once per process under the symbol; only an artifact without it makes
+that loader import numba (:func:`resolve`).
 
 Same bits: the scalar code is the same numba function with the same options (no fast-math, so
 LLVM contracts no ``a * b + c`` either way); only where it is compiled changes. The cost is a
@@ -24,8 +27,10 @@ function call per element where the inlined form could vectorise with its loop: 
 forms never vectorise and are always called, while the forms that do vectorise (``zeta``, the
 float32 ``erf``, ``lgamma``, ``digamma``, ..., the Bessel functions) have a compiled-once
 :func:`twin`, ``<name>_once``, which the code generator calls in kernels over few elements and
-inlines in larger ones (:data:`plax_numba.codegen.INLINE_FROM`); ``exp``, ``tanh``,
-``logistic``, ``log``, ``sin`` and ``cos`` are always inlined.
+inlines in larger ones (:data:`plax_numba.codegen.INLINE_FROM`); ``exp``, ``tanh`` and
+``logistic`` are always inlined. Array functions work the same way (numba's array structure
+passed by value; a literal constant passes as its type): every fused ``cumsum``/``cumprod``
+kernel calls :mod:`plax_numba.scan_lines`' blocked scan compiled once per work dtype.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ import threading
 from typing import Callable
 
 from llvmlite import ir
-from numba.core import cgutils
+from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 #: what prefixes every symbol of this module (the loaders recognise them by it)
@@ -48,6 +53,8 @@ _addresses: dict[str, int] = {}
 #: symbol -> how many times its function was compiled (or loaded from numba's cache) in this
 #: process: 1 however many kernels call it (tests read it)
 compiles: dict[str, int] = {}
+#: symbol -> its object code and the compiled function's name in it (:func:`object_code`)
+_objects: dict[str, tuple[bytes, str]] = {}
 _lock = threading.RLock()
 
 
@@ -109,10 +116,16 @@ def compiled_once(dispatcher, signature: str, module: str, name: str) -> Callabl
         register(symbol)
         # a process loading this kernel from numba's cache registers the symbol first
         context.active_code_library._reload_init.add(functools.partial(_reload, module, name))
-        ll_type = ir.FunctionType(context.get_value_type(result),
-                                  [context.get_value_type(t) for t in args])
+        # numba's own calling convention (a status and the result through a pointer), as a
+        # call of another compiled function: an exception the function raises (a failed
+        # allocation) propagates to the kernel's caller instead of being printed and lost
+        ll_type = context.call_conv.get_function_type(result, args)
         function = cgutils.get_or_insert_function(builder.module, ll_type, symbol)
-        return builder.call(function, list(values))
+        status, value = context.call_conv.call_function(builder, function, result, args,
+                                                        list(values))
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return value
 
     def typer(typingctx, *operands):
         return result(*args), codegen
@@ -122,9 +135,10 @@ def compiled_once(dispatcher, signature: str, module: str, name: str) -> Callabl
     inlined_form = _ARITIES[len(args)](dispatcher)
 
     def choose(*operands):
-        # the compiled-once code for its own signature; other types compile and inline
-        # ``dispatcher`` as before
-        return compiled_form if tuple(operands) == tuple(args) else inlined_form
+        # the compiled-once code for its own signature (a literal constant passes as its
+        # type); other types compile and inline ``dispatcher`` as before
+        given = tuple(types.unliteral(t) for t in operands)
+        return compiled_form if given == tuple(args) else inlined_form
 
     overload(python_call, inline="never", jit_options=dict(nogil=True))(
         _ARITIES[len(args)](choose))
@@ -182,13 +196,52 @@ def register(symbol: str) -> int:
         args, _ = normalize_signature(signature)
         dispatcher.compile(args)
         result = dispatcher.overloads[tuple(args)]
-        address = result.library.get_pointer_to_function(
-            result.fndesc.llvm_cfunc_wrapper_name)
+        address = result.library.get_pointer_to_function(result.fndesc.mangled_name)
         import llvmlite.binding as llvm
         llvm.add_symbol(symbol, address)
         _addresses[symbol] = address
         compiles[symbol] = compiles.get(symbol, 0) + 1
         return address
+
+
+def object_code(symbol: str) -> tuple[bytes, str]:
+    """The machine code behind ``symbol`` as a relocatable object, for a kernel's native
+    artifact (:func:`plax_numba.native_emit.emit`): a process loading the kernel without
+    numba links it from there (:mod:`plax_numba.native_loader`) instead of importing numba to
+    compile it or load it from numba's cache.
+
+    Args:
+      symbol: a symbol of :func:`symbol_of` whose module has been imported.
+
+    Returns:
+      ``(object, function)``: numba's compiled library of the function for its signature
+      (ELF object code) and the name, defined in it, of the compiled function the symbol
+      names (numba's calling convention).
+
+    Example::
+
+      code, function = object_code(zeta_f32_once.symbol)
+    """
+    with _lock:
+        found = _objects.get(symbol)
+        if found is not None:
+            return found
+        register(symbol)  # (compiled, or loaded from numba's cache, once per process)
+        module, name, signature = _declared[symbol]
+        dispatcher = getattr(importlib.import_module(module), name).dispatcher
+        from numba.core.sigutils import normalize_signature
+        args, _ = normalize_signature(signature)
+        result = dispatcher.overloads[tuple(args)]
+        library = result.library
+        try:
+            code = library._get_compiled_object()
+        except (RuntimeError, ValueError):
+            # loaded from numba's disk cache, whose object code numba's JIT consumed when it
+            # linked it: the machine code again from the library's optimised module (numba's
+            # own target machine: the same instructions)
+            code = library.codegen._tm.emit_object(library._get_module_for_linking())
+        found = _objects[symbol] = (code, result.fndesc.mangled_name)
+        return found
 
 
 def resolve(symbol: str) -> bool:
@@ -235,6 +288,18 @@ def _three(f, context=False):
     return lambda a, b, c: f(a, b, c)
 
 
+def _four(f, context=False):
+    if context:
+        return lambda typingctx, a, b, c, d: f(typingctx, a, b, c, d)
+    return lambda a, b, c, d: f(a, b, c, d)
+
+
+def _five(f, context=False):
+    if context:
+        return lambda typingctx, a, b, c, d, e: f(typingctx, a, b, c, d, e)
+    return lambda a, b, c, d, e: f(a, b, c, d, e)
+
+
 #: functions of fixed arity forwarding to ``f`` (numba's overloads and intrinsics take no
 #: ``*args`` of scalars)
-_ARITIES = {1: _one, 2: _two, 3: _three}
+_ARITIES = {1: _one, 2: _two, 3: _three, 4: _four, 5: _five}

@@ -524,8 +524,10 @@ def digamma_f32(x):
 # What kernels over few elements call (plax_numba.codegen.INLINE_FROM): inlined, each form
 # costs LLVM 0.2-2.5 CPU s per kernel (lgamma and digamma the most) that a small kernel never
 # repays; called, it is one instruction per use and the same bits (plax_numba.compiled_once).
-# log, sin and cos have none: the random samplers' kernels inline them (see INLINE_FROM)
 _UNARY32 = "float32(float32)"
+log_f32_once = twin(log_f32, _UNARY32, __name__)
+sin_f32_once = twin(sin_f32, _UNARY32, __name__)
+cos_f32_once = twin(cos_f32, _UNARY32, __name__)
 expm1_f32_once = twin(expm1_f32, _UNARY32, __name__)
 erf_f32_once = twin(erf_f32, _UNARY32, __name__)
 erfc_f32_once = twin(erfc_f32, _UNARY32, __name__)

@@ -14,6 +14,10 @@ the worker also writes ``<kernel>.<signature>.native`` (:func:`emit`): a pickle 
   ``NRT_adapt_ndarray_to_python_acqref`` (the array owns the kernel's allocation; an input
   returned as it is comes back as the same object), scalars as Python numbers, a tuple of
   them; None for a kernel writing into outputs its step allocated;
+* the object code of each compiled-once function the kernel calls
+  (:mod:`plax_numba.compiled_once`: ``lgamma_f32_once``, ``igamma_f32``, ...), which the
+  loader links once per process under the symbol the kernel calls it by
+  (:func:`compiled_once_objects`);
 * the undefined symbols of both objects (read from their ELF symbol tables), which the
   program's loader (:mod:`plax_numba.native_loader`) resolves before linking, so an
   unresolvable one falls back to numba's loading instead of aborting in LLVM's linker;
@@ -35,7 +39,7 @@ import numpy as np
 from plax.atomic_file import write_atomically
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 5
+FORMAT = 6
 
 #: what a kernel's code calls to run Python objects: numba's object mode (``with objmode``),
 #: whose objects live in numba's Environment, set up only by numba's loader
@@ -95,7 +99,30 @@ def emit(text: str, arg_types: list, path: str) -> None:
                          + " ".join(calls_python) + ")")
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
-                  "undefined": undefined, "descrs": descrs, "host": host()})
+                  "undefined": undefined, "twins": compiled_once_objects(undefined),
+                  "descrs": descrs, "host": host()})
+
+
+def compiled_once_objects(undefined) -> dict:
+    """The object code of every compiled-once function (:mod:`plax_numba.compiled_once`)
+    among the symbols ``undefined``, and of those their code calls in turn: symbol ->
+    ``{"object": ELF object, "function": the compiled function's name in it, "undefined": the
+    object's undefined symbols}``. The loader links each once per process and registers its
+    address under the symbol (:func:`plax_numba.native_loader.load`), so a kernel calling
+    ``lgamma_f32_once`` loads without numba."""
+    from plax_numba import compiled_once
+    found: dict = {}
+    pending = [s for s in undefined if s.startswith(compiled_once.SYMBOL_PREFIX)]
+    while pending:
+        symbol = pending.pop()
+        if symbol in found:
+            continue
+        code, function = compiled_once.object_code(symbol)
+        calls, defines = symbols(code)
+        missing = sorted(set(calls) - set(defines))
+        found[symbol] = {"object": code, "function": function, "undefined": missing}
+        pending += [s for s in missing if s.startswith(compiled_once.SYMBOL_PREFIX)]
+    return found
 
 
 def host() -> tuple:

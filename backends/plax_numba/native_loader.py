@@ -248,11 +248,12 @@ def thread_count_functions():
     return _threads["get"], _threads["set"]
 
 
-def _resolve(llvm, name: str) -> bool:
+def _resolve(llvm, name: str, compiled_once: dict | None = None) -> bool:
     """Whether LLVM's linker can resolve ``name``: an exception class (``PyExc_*``, the class
-    itself, as numba registers it), registered already (numba's helpers, :func:`_set_up`), or
-    exported by the process or a library it loaded globally (the Python C API, libm), which
-    is then registered."""
+    itself, as numba registers it), registered already (numba's helpers, :func:`_set_up`), a
+    compiled-once function whose object code the artifact carries (``compiled_once``, linked
+    here: :func:`_link_compiled_once`), or exported by the process or a library it loaded
+    globally (the Python C API, libm), which is then registered."""
     if name in _PARALLEL_SYMBOLS:
         try:
             _start_threads(llvm)
@@ -280,16 +281,59 @@ def _resolve(llvm, name: str) -> bool:
             return False
         return bool(llvm.address_of_symbol(name))
     if name.startswith("plax_once."):
-        # a heavy scalar form compiled once per process (plax_numba.compiled_once): numba
-        # compiles it or loads it from its disk cache, so numba is imported for it
-        from plax_numba import compiled_once
-        return compiled_once.resolve(name)
+        # a heavy scalar form compiled once per process (plax_numba.compiled_once): linked
+        # from the artifact's copy of its object code; else numba compiles it or loads it
+        # from its disk cache, so numba is imported for it
+        if compiled_once and name in compiled_once:
+            return _link_compiled_once(llvm, name, compiled_once)
+        from plax_numba import compiled_once as numba_side
+        return numba_side.resolve(name)
     try:
         address = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, name))
     except ValueError:  # dlsym found nothing
         return False
     llvm.add_symbol(name, address)
     return True
+
+
+def _link_compiled_once(llvm, symbol: str, objects: dict) -> bool:
+    """Links the compiled-once function ``symbol`` from its object code in ``objects`` (an
+    artifact's ``twins``, :func:`plax_numba.native_emit.compiled_once_objects`) and registers
+    its address under ``symbol``, once per process; False (counted) where a symbol its code
+    needs is unresolved or the link fails."""
+    entry = objects[symbol]
+    missing = [s for s in entry["undefined"]
+               if s not in _resolved and not _resolve(llvm, s, objects)]
+    if missing:
+        count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+        return False
+    _resolved.update(entry["undefined"])
+    try:
+        engine = _link_objects(llvm, [entry["object"]])
+        address = engine.get_function_address(entry["function"])
+        if not address:
+            raise RuntimeError(f"{entry['function']} not found in the linked object")
+    except Exception as err:  # noqa: BLE001 - the kernel loads through numba instead
+        count_fallback(f"link failed: {type(err).__name__}")
+        return False
+    llvm.add_symbol(symbol, address)
+    stats["compiled_once"] = stats.get("compiled_once", 0) + 1
+    return True
+
+
+def _link_objects(llvm, objects: list[bytes]):
+    """An MCJIT engine holding the relocatable ``objects``, linked (their undefined symbols
+    resolved beforehand) and kept as long as the process."""
+    # (an engine owns its target machine: one each)
+    machine = _ready[1].create_target_machine(codemodel="jitdefault", jit=True)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+    # never disposed, not even at exit: the kernel may run until the last moment
+    engine._owned = True
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    _keep.append(engine)
+    return engine
 
 
 def prepare() -> bool:
@@ -349,25 +393,18 @@ def load(path: str) -> NativeKernel | None:
         if not _set_up():
             count_fallback(f"loader unavailable: {_unusable[0]}")
             return None
-        llvm, target, here = _ready
+        llvm, _, here = _ready
         if artifact.get("host") != here:
             count_fallback("compiled for another CPU or target")
             return None
         missing = [s for s in artifact["undefined"]
-                   if s not in _resolved and not _resolve(llvm, s)]
+                   if s not in _resolved and not _resolve(llvm, s, artifact["twins"])]
         if missing:
             count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
             return None
         _resolved.update(artifact["undefined"])
         try:
-            # (an engine owns its target machine: one each)
-            machine = target.create_target_machine(codemodel="jitdefault", jit=True)
-            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-            # never disposed, not even at exit: the kernel may run until the last moment
-            engine._owned = True
-            for obj in artifact["objects"]:
-                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
+            engine = _link_objects(llvm, artifact["objects"])
             entry = engine.get_function_address(artifact["entry"])
             slot = engine.get_global_value_address(artifact["entry"] + "_ndarray_type")
             if not entry or not slot:

@@ -2,9 +2,11 @@
 second half of a fused cumulative kernel (:func:`plax_numba.codegen_scan.fused_cumulative`),
 whose loop has written the producer's values to the buffer.
 
-Compiled once (numba's disk cache) and called by every fused scan kernel, instead of being
-generated into each: the blocked order is four functions whose compilation cost ~10 s per
-kernel on the 2-core host. The operation (``OP_ADD``/``OP_MUL``) and the rounding
+Compiled once per process (numba's disk cache; :mod:`plax_numba.compiled_once`, one twin per
+work dtype: ``scan_lines_f32_once``, ``scan_lines_f64_once``, ``scan_lines_bits_once``) and
+called by every fused scan kernel, neither generated into each (the blocked order is four
+functions whose compilation cost ~10 s per kernel on the 2-core host) nor linked into each
+and optimised again there (~1 s per kernel). The operation (``OP_ADD``/``OP_MUL``) and the rounding
 (``ROUND_NONE``: the work dtype's own, float32 or float64; ``ROUND_F16``/``ROUND_BF16``:
 each step rounded to float16/bfloat16 as a float32) are arguments, the same for every step
 (branches LLVM hoists out of the loops).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from plax_numba.compiled_once import compiled_once
 from plax_numba.scalar import bf16_bits, f16_bits, round_bf16, round_f16
 
 OP_ADD, OP_MUL = 0, 1
@@ -238,3 +241,17 @@ def scan_lines_bits(w, out, reverse, op, rounding):
         blocked(x, n, reverse, op, rounding, identity, starts, sizes)
         for i in range(n):
             out[o, i, 0] = f16_bits(x[i]) if rounding == ROUND_F16 else bf16_bits(x[i])
+
+
+# What the fused scan kernels call: the blocked scan compiled once per process for each work
+# dtype (plax_numba.compiled_once), one call instruction in the kernel where linking its body
+# made LLVM optimise it again in every kernel (~1 CPU s each). The same numba function: the
+# same bits.
+_LINES = "none({0}[:, :, ::1], {1}[:, :, ::1], int64, int64{2})"
+scan_lines_f32_once = compiled_once(scan_lines, _LINES.format("float32", "float32", ""),
+                                    __name__, "scan_lines_f32_once")
+scan_lines_f64_once = compiled_once(scan_lines, _LINES.format("float64", "float64", ""),
+                                    __name__, "scan_lines_f64_once")
+scan_lines_bits_once = compiled_once(scan_lines_bits,
+                                     _LINES.format("float32", "uint16", ", int64"),
+                                     __name__, "scan_lines_bits_once")

@@ -236,7 +236,66 @@ def test_undefined_symbols_are_read_from_the_object(emitted):
         native_emit.symbols(b"not an object")
 
 
-# A small program (an elementwise kernel and a reduction) and a lone threefry2x32 (the fixed
+_CALLING_KERNEL = '''
+@njit(**_OPTIONS)
+def kernel(a, x, o, n):
+    for i in range(n):
+        o[i] = lgamma_f32_once(a[i]) + igamma_f32(a[i], x[i])
+    return 0
+'''
+
+
+def test_compiled_once_functions_travel_in_the_artifact(tmp_path):
+    # A kernel calling compiled-once functions (a twin and an always-called iterative form)
+    # carries their object code; a process without numba links each once, however many
+    # kernels call it, and gets numba's bits.
+    import pickle
+    from plax_numba import cache, compiled_once, libm_free, native_emit, special_gamma
+    arg_types = [("array", np.dtype(np.float32), 1)] * 3 + [("int",)]
+    old = cache._dir
+    cache._dir = str(tmp_path)
+    try:
+        paths = []
+        for variant in ("", "\n# a second kernel calling the same functions\n"):
+            text = cache.module_source(_CALLING_KERNEL + variant, ["lgamma", "igamma"])
+            cache.compile_for_cache(text, arg_types, native=True)
+            paths.append(native_emit.artifact_path(cache._marker(text, arg_types)))
+    finally:
+        cache._dir = old
+    with open(paths[0], "rb") as f:
+        artifact = pickle.load(f)
+    symbols = {libm_free.lgamma_f32_once.symbol, special_gamma.igamma_f32.symbol}
+    assert set(artifact["twins"]) == symbols
+    assert symbols <= set(artifact["undefined"])
+    for symbol, twin in artifact["twins"].items():
+        assert twin["function"] in native_emit.symbols(twin["object"])[1]
+        assert not any(s.startswith(compiled_once.SYMBOL_PREFIX) for s in twin["undefined"])
+    out = _run(f"""
+        import json, sys
+        import numpy as np
+        from plax_numba import native_loader
+        a = np.linspace(0.05, 12, 997, dtype=np.float32)
+        x = np.linspace(0.0, 20, 997, dtype=np.float32)[::-1].copy()
+        outs = []
+        for path in {paths!r}:
+            o = np.empty_like(a)
+            native_loader.load(path).function(a, x, o, a.size)
+            outs.append(o.view(np.uint32).tolist())
+        print(json.dumps({{"outs": outs, "numba": "numba" in sys.modules,
+                          "linked": native_loader.stats.get("compiled_once", 0),
+                          "fallbacks": native_loader.fallbacks}}))
+        """, {})
+    assert not out["numba"] and out["fallbacks"] == {}
+    assert out["linked"] == 2  # each function once, not once per kernel
+    a = np.linspace(0.05, 12, 997, dtype=np.float32)
+    x = np.linspace(0.0, 20, 997, dtype=np.float32)[::-1].copy()
+    want = np.array([libm_free.lgamma_f32(v) + special_gamma.igamma_f32(v, w)
+                     for v, w in zip(a, x)], np.float32)
+    for got in out["outs"]:
+        assert got == want.view(np.uint32).tolist()
+
+
+# A small program (an elementwise kernel, a reduction, a blocked cumsum) and a lone threefry2x32 (the fixed
 # kernels of plax_numba.threefry, serial below PARALLEL_MIN elements and parallel above): all
 # the kernel kinds the worker emits, compiled in seconds. (The samplers' programs, whose
 # kernels call NumPy's log1p loop natively, are tested in test_random_native_load.py.)
@@ -249,11 +308,12 @@ _PROGRAM = """
 
     backend = os.environ["BACKEND"]
     small = plax.jit(lambda x: (jnp.tanh(x * 1.5) + 0.5, jnp.sum(x * x)), backend=backend)
+    scan = plax.jit(lambda x: jnp.cumsum(x * 3.0), backend=backend)
     hash_ = plax.jit(lambda a, b, c, d: lax.threefry2x32_p.bind(a, b, c, d), backend=backend)
     x = np.linspace(-2, 2, 301, dtype=np.float32)
     keys = np.uint32(7), np.uint32(42)
     big = np.arange(70_000, dtype=np.uint32)  # (above PARALLEL_MIN: the parallel kernel)
-    calls = [lambda: small(x), lambda: hash_(*keys, big, big[::-1].copy()),
+    calls = [lambda: small(x), lambda: (scan(x),), lambda: hash_(*keys, big, big[::-1].copy()),
              lambda: hash_(*keys, big[:1000], big[1000:2000].copy())]
     outs = [call() for call in calls]
     if backend == "numba":
@@ -288,11 +348,13 @@ def _check_values(run: dict) -> None:
     x = np.linspace(-2, 2, 301, dtype=np.float32).astype(np.float64)
     np.testing.assert_allclose(run["out"][0], np.tanh(x * 1.5) + 0.5, rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(run["out"][1], (x * x).sum(), rtol=1e-5)
+    # (the blocked scan, compiled once: its object code travels in the kernel's artifact)
+    np.testing.assert_allclose(run["out"][2], np.cumsum(x * 3.0), rtol=1e-5, atol=1e-4)
     hash_ = plax.jit(lambda a, b, c, d: lax.threefry2x32_p.bind(a, b, c, d), backend="numpy")
     big = np.arange(70_000, dtype=np.uint32)
     keys = np.uint32(7), np.uint32(42)
     want = [*hash_(*keys, big, big[::-1].copy()), *hash_(*keys, big[:1000], big[1000:2000])]
-    for got, ref in zip(run["out"][2:], want):
+    for got, ref in zip(run["out"][3:], want):
         assert got == np.asarray(ref).tolist()
 
 

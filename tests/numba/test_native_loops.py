@@ -199,7 +199,7 @@ def test_arg_reductions_and_cumulative_ops_inside_a_native_loop():
         warnings.simplefilter("error", PlaxFallbackWarning)  # PlaxNativeLoopWarning included
         got, want, text = run_both(f, x, y)
     # the loop, the cumsum's row scan and the argmax's index, all in the one kernel
-    assert "for it" in text and "scan_lines(" in text, text
+    assert "for it" in text and "scan_lines_f32_once(" in text, text
     assert re.search(r"m\d+\[i0\] = q", text), text
     assert_close(got, want, ulps=0)
 

@@ -54,7 +54,7 @@ def test_kernel_holds_a_call_not_the_body():
     loop = elementwise_loop_n(betainc_f32, 3)
     got = loop(a, b, x)
     ir = "".join(loop.inspect_llvm().values())
-    assert f'call float @"{betainc_f32.symbol}"' in ir
+    assert f'call i32 @"{betainc_f32.symbol}"' in ir  # (numba's convention: a status)
     assert "betainc_core" not in ir
     want = elementwise_loop_n(betainc_f32.dispatcher, 3)(a, b, x)  # inlined
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
@@ -74,9 +74,38 @@ def test_python_call_and_other_types_run_the_inlined_form():
     np.testing.assert_array_equal(got, want)
 
 
+def test_an_exception_raised_inside_propagates_to_the_caller(monkeypatch):
+    """A compiled-once function is called with numba's calling convention: an exception it
+    raises (a failed allocation in the blocked scan, say) reaches the kernel's caller rather
+    than being printed and the kernel going on with an unwritten result."""
+    from numba import njit
+    from plax_numba.compiled_once import compiled_once
+
+    @njit(nogil=True)
+    def checked(x):
+        if x < 0.0:
+            raise ValueError("a negative operand")
+        return x * 2.0
+    once = compiled_once(checked, "float64(float64)", __name__, "checked_once")
+    # (where the symbol's registration finds it)
+    monkeypatch.setattr(sys.modules[__name__], "checked_once", once, raising=False)
+
+    @njit
+    def loop(a):
+        out = np.empty_like(a)
+        for i in range(a.size):
+            out[i] = once(a[i])
+        return out
+    assert loop(np.array([1.0, 2.5])).tolist() == [2.0, 5.0]
+    with pytest.raises(ValueError, match="a negative operand"):
+        loop(np.array([1.0, -1.0]))
+    assert f'"{once.symbol}"' in "".join(loop.inspect_llvm().values())
+
+
 #: (primitive, operand dtype, arity) of each form of ``codegen.INLINE_FROM``
 _INLINED_FORMS = {
-    "expm1_f32": (lax.expm1_p, np.float32, 1),
+    "log_f32": (lax.log_p, np.float32, 1), "sin_f32": (lax.sin_p, np.float32, 1),
+    "cos_f32": (lax.cos_p, np.float32, 1), "expm1_f32": (lax.expm1_p, np.float32, 1),
     "erf_f32": (lax.erf_p, np.float32, 1), "erfc_f32": (lax.erfc_p, np.float32, 1),
     "erf_inv_f32": (lax.erf_inv_p, np.float32, 1), "lgamma_f32": (lax.lgamma_p, np.float32, 1),
     "digamma_f32": (lax.digamma_p, np.float32, 1),
