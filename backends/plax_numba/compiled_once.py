@@ -39,7 +39,6 @@ import importlib
 import threading
 from typing import Callable
 
-from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
@@ -190,18 +189,24 @@ def register(symbol: str) -> int:
         address = _addresses.get(symbol)
         if address is not None:
             return address
-        module, name, signature = _declared[symbol]
-        dispatcher = getattr(importlib.import_module(module), name).dispatcher
-        from numba.core.sigutils import normalize_signature
-        args, _ = normalize_signature(signature)
-        dispatcher.compile(args)
-        result = dispatcher.overloads[tuple(args)]
+        result = _compiled(symbol)
         address = result.library.get_pointer_to_function(result.fndesc.mangled_name)
         import llvmlite.binding as llvm
         llvm.add_symbol(symbol, address)
         _addresses[symbol] = address
         compiles[symbol] = compiles.get(symbol, 0) + 1
         return address
+
+
+def _compiled(symbol: str):
+    """numba's compile result of the function behind ``symbol`` for its signature (compiled,
+    or loaded from numba's disk cache, on the first call)."""
+    module, name, signature = _declared[symbol]
+    dispatcher = getattr(importlib.import_module(module), name).dispatcher
+    from numba.core.sigutils import normalize_signature
+    args, _ = normalize_signature(signature)
+    dispatcher.compile(args)
+    return dispatcher.overloads[tuple(args)]
 
 
 def object_code(symbol: str) -> tuple[bytes, str]:
@@ -227,11 +232,7 @@ def object_code(symbol: str) -> tuple[bytes, str]:
         if found is not None:
             return found
         register(symbol)  # (compiled, or loaded from numba's cache, once per process)
-        module, name, signature = _declared[symbol]
-        dispatcher = getattr(importlib.import_module(module), name).dispatcher
-        from numba.core.sigutils import normalize_signature
-        args, _ = normalize_signature(signature)
-        result = dispatcher.overloads[tuple(args)]
+        result = _compiled(symbol)
         library = result.library
         try:
             code = library._get_compiled_object()

@@ -39,7 +39,7 @@ import numpy as np
 from plax.atomic_file import write_atomically
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 6
+FORMAT = 7
 
 #: what a kernel's code calls to run Python objects: numba's object mode (``with objmode``),
 #: whose objects live in numba's Environment, set up only by numba's loader
@@ -99,7 +99,7 @@ def emit(text: str, arg_types: list, path: str) -> None:
                          + " ".join(calls_python) + ")")
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
-                  "undefined": undefined, "twins": compiled_once_objects(undefined),
+                  "undefined": undefined, "compiled_once": compiled_once_objects(undefined),
                   "descrs": descrs, "host": host()})
 
 

@@ -248,12 +248,23 @@ def thread_count_functions():
     return _threads["get"], _threads["set"]
 
 
-def _resolve(llvm, name: str, compiled_once: dict | None = None) -> bool:
+def _resolve_all(llvm, names, objects: dict | None = None) -> bool:
+    """Whether every one of ``names`` is resolved (:func:`_resolve`, ``objects`` an artifact's
+    compiled-once functions); the unresolved ones are counted as the reason to fall back."""
+    missing = [s for s in names if s not in _resolved and not _resolve(llvm, s, objects)]
+    if missing:
+        count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+        return False
+    _resolved.update(names)
+    return True
+
+
+def _resolve(llvm, name: str, objects: dict | None = None) -> bool:
     """Whether LLVM's linker can resolve ``name``: an exception class (``PyExc_*``, the class
     itself, as numba registers it), registered already (numba's helpers, :func:`_set_up`), a
-    compiled-once function whose object code the artifact carries (``compiled_once``, linked
-    here: :func:`_link_compiled_once`), or exported by the process or a library it loaded
-    globally (the Python C API, libm), which is then registered."""
+    compiled-once function whose object code the artifact carries (``objects``, linked here:
+    :func:`_link_compiled_once`), or exported by the process or a library it loaded globally
+    (the Python C API, libm), which is then registered."""
     if name in _PARALLEL_SYMBOLS:
         try:
             _start_threads(llvm)
@@ -284,10 +295,10 @@ def _resolve(llvm, name: str, compiled_once: dict | None = None) -> bool:
         # a heavy scalar form compiled once per process (plax_numba.compiled_once): linked
         # from the artifact's copy of its object code; else numba compiles it or loads it
         # from its disk cache, so numba is imported for it
-        if compiled_once and name in compiled_once:
-            return _link_compiled_once(llvm, name, compiled_once)
-        from plax_numba import compiled_once as numba_side
-        return numba_side.resolve(name)
+        if objects and name in objects:
+            return _link_compiled_once(llvm, name, objects)
+        from plax_numba import compiled_once
+        return compiled_once.resolve(name)
     try:
         address = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, name))
     except ValueError:  # dlsym found nothing
@@ -298,16 +309,12 @@ def _resolve(llvm, name: str, compiled_once: dict | None = None) -> bool:
 
 def _link_compiled_once(llvm, symbol: str, objects: dict) -> bool:
     """Links the compiled-once function ``symbol`` from its object code in ``objects`` (an
-    artifact's ``twins``, :func:`plax_numba.native_emit.compiled_once_objects`) and registers
-    its address under ``symbol``, once per process; False (counted) where a symbol its code
-    needs is unresolved or the link fails."""
+    artifact's ``compiled_once``, :func:`plax_numba.native_emit.compiled_once_objects`) and
+    registers its address under ``symbol``, once per process; False (counted) where a symbol
+    its code needs is unresolved or the link fails."""
     entry = objects[symbol]
-    missing = [s for s in entry["undefined"]
-               if s not in _resolved and not _resolve(llvm, s, objects)]
-    if missing:
-        count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+    if not _resolve_all(llvm, entry["undefined"], objects):
         return False
-    _resolved.update(entry["undefined"])
     try:
         engine = _link_objects(llvm, [entry["object"]])
         address = engine.get_function_address(entry["function"])
@@ -397,12 +404,8 @@ def load(path: str) -> NativeKernel | None:
         if artifact.get("host") != here:
             count_fallback("compiled for another CPU or target")
             return None
-        missing = [s for s in artifact["undefined"]
-                   if s not in _resolved and not _resolve(llvm, s, artifact["twins"])]
-        if missing:
-            count_fallback(f"unresolved symbols: {' '.join(missing[:5])}")
+        if not _resolve_all(llvm, artifact["undefined"], artifact["compiled_once"]):
             return None
-        _resolved.update(artifact["undefined"])
         try:
             engine = _link_objects(llvm, artifact["objects"])
             entry = engine.get_function_address(artifact["entry"])

@@ -265,11 +265,11 @@ def test_compiled_once_functions_travel_in_the_artifact(tmp_path):
     with open(paths[0], "rb") as f:
         artifact = pickle.load(f)
     symbols = {libm_free.lgamma_f32_once.symbol, special_gamma.igamma_f32.symbol}
-    assert set(artifact["twins"]) == symbols
+    assert set(artifact["compiled_once"]) == symbols
     assert symbols <= set(artifact["undefined"])
-    for symbol, twin in artifact["twins"].items():
-        assert twin["function"] in native_emit.symbols(twin["object"])[1]
-        assert not any(s.startswith(compiled_once.SYMBOL_PREFIX) for s in twin["undefined"])
+    for symbol, entry in artifact["compiled_once"].items():
+        assert entry["function"] in native_emit.symbols(entry["object"])[1]
+        assert not any(s.startswith(compiled_once.SYMBOL_PREFIX) for s in entry["undefined"])
     out = _run(f"""
         import json, sys
         import numpy as np
