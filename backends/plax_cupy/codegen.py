@@ -1804,9 +1804,10 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
     helpers += arg_helpers({red.typedef for _, red in reductions if isinstance(red, ArgReduction)})
     if "plax_threefry_elem(" in elem_source:
         helpers += _threefry_elem_source() + "\n"
-    src: list[str] = [PREAMBLE + helpers,
-                      f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape}",
-                      *elem, ""]
+    # (no primitive names or shape in the text: clusters whose code is the same, such as an
+    # ``add`` over (3, 4) and over (0, 3), or ``add`` and ``add_any``, are one source, so one
+    # NVRTC compile and one cached binary; ``describe`` names them)
+    src: list[str] = [PREAMBLE + helpers, "// cluster", *elem, ""]
     # the outputs stored at an output's index o: the reductions' read after the cluster, then
     # the epilogue's (each cluster output index once)
     final_outputs = [j for j, _ in reductions if j is not None]
@@ -1959,7 +1960,7 @@ def plan_cluster(cluster, *, literal_values: bool = True, values: frozenset = fr
         for r, (_, red_) in enumerate(reductions):
             acc_t = red_.acc_ctype
             src += [f"        {acc_t} c{r} = {red_.init};",
-                    f"        if (o < n_out)",
+                    "        if (o < n_out)",
                     f"          for (long long c = ri; c < bpo; c += TPO) "
                     f"c{r} = {red_.combine(f'c{r}', f'plax_read_published(p{r} + o * bpo + c)')};",
                     f"        s{r}[v] = c{r};"]
@@ -2375,7 +2376,6 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
     helpers = special_source.helpers_for(text)
     if "plax_threefry_elem(" in text:
         helpers += _threefry_elem_source() + "\n"
-    shapes = " ".join(str(p.shape) for p in plans)
     branch = []
     for k, call in enumerate(calls):
         test = "if" if k == 0 else "else if"
@@ -2391,7 +2391,7 @@ def plan_group(clusters, *, literal_values: bool = True) -> GroupKernel:
     else:
         device_loop = ["  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;",
                        "       i += (long long)blockDim.x * gridDim.x) {", *branch, "  }"]
-    src = [PREAMBLE + helpers, f"// multi-tensor kernel over {shapes}", text, "",
+    src = [PREAMBLE + helpers, "// multi-tensor kernel", text, "",
            "#ifndef PLAX_HOST",
            f"extern \"C\" __global__ void plax_multi({signature}) {{",
            *device_loop, "}", "#else",

@@ -645,8 +645,8 @@ def plan_rows(cluster, *, literal_values: bool = True) -> RowsKernel:
     params += ["long long n_rows"]
     geometry = (f"{per_block} rows of a block, {lanes} lanes each" if packed else
                 f"a block of {threads} a row")
-    kernel = [f"// cluster: {' '.join(e.primitive.name for e in cluster.eqns)} over {shape} "
-              f"(row-local: rows of {row}, {phases} phase(s); {geometry}, "
+    # (the shape and primitive names stay out of the text, as in codegen.plan_cluster's)
+    kernel = [f"// cluster (row-local: rows of {row}, {phases} phase(s); {geometry}, "
               f"{len(held)} value(s) held)",
               ROWS_MACROS.rstrip("\n"),
               "#ifndef PLAX_HOST",

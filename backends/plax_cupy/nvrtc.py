@@ -208,33 +208,38 @@ _precompiled_lock = threading.Lock()  # (threads of one process would share its 
 HOST_BUILDS = [0]
 
 
-def _precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
-    """``-include`` options naming a precompiled header of :data:`HOST_HEADERS`, built once in
-    ``workdir`` per compiler version, define and flags: parsing those headers is most of a
-    small kernel's g++ build at ``-O0`` (0.16 s CPU; 0.08 s with the header precompiled), and
-    the simulated GPU's tests build every kernel they run this way. The kernels' own
-    ``#include`` lines then find the headers already included; their preamble defines nothing
-    those headers use before including them, so the result is the same program. Empty (plain
-    builds) when the compiler cannot build one; a compiler that cannot use it includes the
-    header's text instead."""
-    key = (compiler, define, workdir)
+def _precompiled_header(compiler: str, define: str, workdir: str,
+                        text: str | None = None) -> list[str]:
+    """``-include`` options naming a precompiled header of ``text`` (default: the
+    ``#include`` lines of :data:`HOST_HEADERS`), built once in ``workdir`` per compiler
+    version, define, flags and text: parsing those headers is most of a small kernel's g++
+    build at ``-O0`` (0.16 s CPU; 0.08 s with the header precompiled), and the simulated GPU's
+    tests build every kernel they run this way. The kernels' own ``#include`` lines then find
+    the headers already included; their preamble defines nothing those headers use before
+    including them, so the result is the same program. :func:`compile_host` passes
+    :data:`plax_cupy.codegen.PREAMBLE` itself as ``text`` for the kernels that begin with it
+    (all of plax's), and builds only the rest. Empty (plain builds) when the compiler cannot
+    build one; a compiler that cannot use it includes the header's text instead."""
+    if text is None:
+        text = "".join(f"#include <{name}>\n" for name in HOST_HEADERS)
+    key = (compiler, define, workdir, text)
     if key in _precompiled:
         return _precompiled[key]
     with _precompiled_lock:
         if key not in _precompiled:
-            _precompiled[key] = _build_precompiled_header(compiler, define, workdir)
+            _precompiled[key] = _build_precompiled_header(compiler, define, workdir, text)
         return _precompiled[key]
 
 
-def _build_precompiled_header(compiler: str, define: str, workdir: str) -> list[str]:
+def _build_precompiled_header(compiler: str, define: str, workdir: str, text: str) -> list[str]:
     options: list[str] = []
     try:
         version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
                                  timeout=60).stdout
-        digest = hashlib.sha1("\0".join((version, define) + HOST_FLAGS).encode()).hexdigest()[:16]
+        digest = hashlib.sha1("\0".join((version, define) + HOST_FLAGS + (text,))
+                              .encode()).hexdigest()[:16]
         header = os.path.join(workdir, f"pch{digest}.h")
         if not os.path.exists(header + ".gch"):
-            text = "".join(f"#include <{name}>\n" for name in HOST_HEADERS)
             write_atomically(header, text)
             out = f"{header}.{os.getpid()}.gch.tmp"
             done = subprocess.run([compiler, f"-D{define}", *HOST_FLAGS, "-x", "c++-header",
@@ -281,12 +286,12 @@ def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HO
         # (plax_cupy.kernel_modules), and other processes may build the same source at once
         unique = f"{os.getpid()}.{threading.get_ident()}"
         src = os.path.join(workdir, f"k{digest}.{unique}.cpp")
-        with open(src, "w") as f:
-            f.write(source)
-        tmp = lib + f".{unique}.tmp"
         compiler = os.environ.get("CXX", "g++")
-        cmd = [compiler, f"-D{define}", *HOST_FLAGS, "-shared",
-               *_precompiled_header(compiler, define, workdir), "-o", tmp, src]
+        text, header = _split_preamble(compiler, define, workdir, source)
+        with open(src, "w") as f:
+            f.write(text)
+        tmp = lib + f".{unique}.tmp"
+        cmd = [compiler, f"-D{define}", *HOST_FLAGS, "-shared", *header, "-o", tmp, src]
         done = subprocess.run(cmd, capture_output=True, text=True)
         os.remove(src)
         if done.returncode != 0:
@@ -295,6 +300,20 @@ def compile_host(source: str, workdir: str | None = None, define: str = "PLAX_HO
         with _precompiled_lock:
             HOST_BUILDS[0] += 1
     return ctypes.CDLL(lib)
+
+
+def _split_preamble(compiler: str, define: str, workdir: str, source: str) -> tuple[str, list]:
+    """``(text to build, -include options)`` of ``source``: a kernel beginning with
+    :data:`plax_cupy.codegen.PREAMBLE` (~27 KB, a fifth of its build parsed again per kernel)
+    takes it from a precompiled header and builds the rest, its lines numbered as in
+    ``source`` (``#line``) so the compiler's messages match :func:`_numbered`; any other
+    source builds whole, with the standard headers precompiled."""
+    from plax_cupy.codegen import PREAMBLE
+    if source.startswith(PREAMBLE) and PREAMBLE.endswith("\n"):
+        header = _precompiled_header(compiler, define, workdir, PREAMBLE)
+        if header:
+            return f"#line {PREAMBLE.count(chr(10)) + 1}\n{source[len(PREAMBLE):]}", header
+    return source, _precompiled_header(compiler, define, workdir)
 
 
 def _numbered(source: str, limit: int = 80) -> str:

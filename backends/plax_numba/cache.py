@@ -238,8 +238,15 @@ def module_source(kernel_source: str, primitives: list[str]) -> str:
     return _HEADER.format(primitives=_describe(primitives), helpers=helpers) + kernel_source
 
 
+#: primitives whose kernels are another's code, named as that one in the module's docstring:
+#: the docstring is part of the text the cache keys on, so ``add_any`` (the ``add`` that sums
+#: tangents) named as itself made each of its kernels a second compilation of ``add``'s
+_SAME_CODE_AS = {"add_any": "add"}
+
+
 def _describe(primitives: list[str]) -> str:
-    names = list(dict.fromkeys(primitives))  # first-use order, once each
+    # first-use order, once each
+    names = list(dict.fromkeys(_SAME_CODE_AS.get(p, p) for p in primitives))
     text = " ".join(names[:40]) + (" ..." if len(names) > 40 else "")
     return f"the equations ({text})"
 

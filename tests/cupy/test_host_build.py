@@ -26,7 +26,22 @@ def test_precompiled_header_is_built_once_and_the_kernel_computes(tmp_path, monk
     out = np.zeros(1)
     lib.hyp(out.ctypes.data, 3.0)
     assert out[0] == np.sqrt(10.0)
-    assert len(list(tmp_path.glob("pch*.h.gch"))) == 1
+    # a source beginning with the preamble takes the preamble itself precompiled (a second
+    # header, built once) and builds only its own lines
+    preamble = nvrtc._precompiled_header("g++", "PLAX_HOST", str(tmp_path), codegen.PREAMBLE)
+    assert preamble != options and open(preamble[1]).read() == codegen.PREAMBLE
+    assert len(list(tmp_path.glob("pch*.h.gch"))) == 2
+    other = nvrtc.compile_host(source + 'extern "C" int two() { return 2; }\n',
+                               workdir=str(tmp_path))
+    assert other.two() == 2 and len(list(tmp_path.glob("pch*.h.gch"))) == 2
+
+
+def test_messages_of_a_kernel_after_the_preamble_give_its_line_in_the_source(tmp_path):
+    from plax_cupy import codegen, nvrtc
+    source = codegen.PREAMBLE + "\nint fine = 1;\nint broken = ;\n"
+    line = source.splitlines().index("int broken = ;") + 1
+    with pytest.raises(nvrtc.CompileError, match=f":{line}:"):
+        nvrtc.compile_host(source, workdir=str(tmp_path))
 
 
 def test_a_compiler_that_cannot_precompile_builds_without(tmp_path, monkeypatch):

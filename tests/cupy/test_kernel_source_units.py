@@ -107,6 +107,21 @@ def test_selu_is_one_elementwise_kernel_with_literals_by_value():
     assert "expf(" in plan.source and "exp(" not in plan.source.split("// cluster")[1].replace("expf(", "")
 
 
+def test_clusters_with_the_same_code_are_one_source():
+    # the kernel cache, NVRTC and the simulated GPU's host builds key on the text: a shape or a
+    # primitive's name in it made each of these its own compile (a third of the kit's builds)
+    def source(f, *shapes):
+        return _kernel_of(f, *[np.ones(s, np.float32) for s in shapes]).source
+    tanh_add = lambda x, y: jnp.tanh(x) + y  # noqa: E731
+    same = source(tanh_add, (3, 4), (3, 4))
+    assert source(tanh_add, (5, 7), (5, 7)) == same
+    assert source(tanh_add, (0, 3), (0, 3)) == same
+    assert source(tanh_add, (60,), (60,)) == same
+    assert source(lambda x, y: jnp.tanh(x) - y, (3, 4), (3, 4)) != same  # other code, other text
+    assert source(tanh_add, (3, 4), (4,)) != same                       # a broadcast reads otherwise
+    assert source(lambda x, y: lax.add_any_p.bind(jnp.tanh(x), y), (3, 4), (3, 4)) == same
+
+
 def test_full_reduction_is_a_partial_and_final_kernel():
     x = np.ones((64, 128), np.float32)
     plan = _kernel_of(lambda x: jnp.sum(jnp.tanh(x) * 2.0), x)

@@ -92,3 +92,14 @@ def test_key_covers_the_modules_the_compiled_helpers_read():
             "plax_numba/threefry.py", "plax_numba/native_emit.py",
             "plax_numba/scalar.py"} <= names, names
     assert not any(n.endswith("__init__.py") for n in names), names
+
+
+def test_add_any_kernels_are_adds_kernels():
+    # the cache keys on the module's text, docstring included: add_any's kernels (the add of
+    # tangents, the same code) are add's files, not a second compilation of each
+    kernel = "@njit(**_OPTIONS)\ndef kernel(a0, a1, o0, n):\n    pass\n"
+    add = cache.module_source(kernel, ["broadcast_in_dim", "add"])
+    assert cache.module_source(kernel, ["broadcast_in_dim", "add_any"]) == add
+    assert cache.source_path(add) == cache.source_path(
+        cache.module_source(kernel, ["broadcast_in_dim", "add_any", "add"]))
+    assert cache.module_source(kernel, ["broadcast_in_dim", "sub"]) != add
