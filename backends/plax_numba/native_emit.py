@@ -39,7 +39,7 @@ import numpy as np
 from plax.atomic_file import write_atomically
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 7
+FORMAT = 8
 
 #: what a kernel's code calls to run Python objects: numba's object mode (``with objmode``),
 #: whose objects live in numba's Environment, set up only by numba's loader
@@ -63,14 +63,19 @@ def artifact_path(marker: str) -> str:
     return marker[:-3] + ".native"
 
 
-def emit(text: str, arg_types: list, path: str) -> None:
+def emit(text: str, arg_types: list, path: str, kernel=None) -> None:
     """Writes the native artifact of the kernel of module ``text`` for ``arg_types`` to
-    ``path`` (atomically). Runs in the compile worker, after numba compiled the kernel.
+    ``path`` (atomically), after numba compiled the kernel (in a compile worker, or in the
+    program for a synchronous compilation).
 
     Args:
       text: the kernel's module text (:func:`plax_numba.cache.module_source`).
       arg_types: the plan's argument types.
       path: where to write it (:func:`artifact_path`).
+      kernel: the numba dispatcher compiled for ``arg_types`` (default: the module's own,
+        :func:`plax_numba.cache.load_kernel`); :func:`plax_numba.cache.compile_for_cache`
+        passes one compiled without numba's Python wrappers, which this entry point
+        replaces.
 
     Raises:
       NotEmitted: the kernel is not of a supported kind (nothing is written).
@@ -80,7 +85,7 @@ def emit(text: str, arg_types: list, path: str) -> None:
       emit(text, plan.arg_types, artifact_path(marker))
     """
     from plax_numba import cache
-    kernel = cache.load_kernel(text)
+    kernel = kernel if kernel is not None else cache.load_kernel(text)
     overload = kernel.overloads.get(cache.numba_signature(arg_types))
     if overload is None:
         raise NotEmitted("not compiled for these argument types")
@@ -123,6 +128,24 @@ def compiled_once_objects(undefined) -> dict:
         found[symbol] = {"object": code, "function": function, "undefined": missing}
         pending += [s for s in missing if s.startswith(compiled_once.SYMBOL_PREFIX)]
     return found
+
+
+def has_code(path: str) -> bool:
+    """Whether the artifact at ``path`` holds a kernel's code (not one saying why there is
+    none, nor an unreadable one or one of another format)."""
+    try:
+        with open(path, "rb") as f:
+            artifact = pickle.load(f)
+    except Exception:  # noqa: BLE001 - absent or damaged: no code
+        return False
+    return (isinstance(artifact, dict) and artifact.get("format") == FORMAT
+            and "objects" in artifact)
+
+
+def takes_arguments(arg_types: list) -> bool:
+    """Whether the entry point :func:`emit` writes takes arguments of ``arg_types`` (a
+    plan's: arrays, real and boolean scalars, extents; not complex scalars)."""
+    return all(t[0] not in ("scalar",) or np.dtype(t[1]).kind in "biuf" for t in arg_types)
 
 
 def host() -> tuple:
@@ -201,7 +224,6 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
     # numba's convention, which the kernel's own code follows too: the symbol PyExc_X is the
     # exception class itself (not CPython's variable pointing to it; the loader registers it)
     type_error = ir.GlobalVariable(module, i8, name="PyExc_TypeError")
-    runtime_error = ir.GlobalVariable(module, i8, name="PyExc_RuntimeError")
     none = ir.GlobalVariable(module, i8, name="_Py_NoneStruct")
 
     def cstring(gname, message):
@@ -213,9 +235,6 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
     bad_args = cstring(name + "_bad_args", (
         f"plax_numba: a native kernel was called with arguments other than those it was "
         f"compiled for: {_describe(arg_types)} (arrays C-contiguous and aligned)"))
-    raised = cstring(name + "_raised", (
-        "plax_numba: a native kernel raised an exception; run with PLAX_NUMBA_NATIVE=0 to "
-        "see numba's message"))
 
     fn = ir.Function(module, ir.FunctionType(obj, [obj, obj.as_pointer(), i64]), name=name)
     _, argv, nargs = fn.args
@@ -291,7 +310,10 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
     status, retval = context.call_conv.call_function(b, callee, restype, argtypes, values)
     b.call(restore, [state])
     with b.if_then(b.not_(status.is_ok), likely=False):
-        b.call(set_string, [runtime_error, b.bitcast(raised, obj)])
+        # the kernel's exception raised as numba's own wrapper raises it (a user exception
+        # is unpickled by numba_unpickle, which imports numba.core.serialize then: only on
+        # this path)
+        context.call_conv.raise_error(b, context.get_python_api(b), status)
         b.branch(fail_block)
     descrs = {}
     if results is None:

@@ -83,7 +83,13 @@ def test_worker_compiles_and_values_match_sync(tiered_fresh, monkeypatch):
     assert compile_worker.worker_pids(), "no compile worker ran"
     assert cache.load_stats["loaded"] == loaded + 1  # loaded from the disk cache, here
     assert cache.load_stats["compiled here"] == 0
-    assert any(n.endswith(".nbi") for n in os.listdir(tiered_fresh / "__pycache__"))
+    # the worker wrote a native artifact with the kernel's code, not numba's cache entry: it
+    # compiled the kernel without numba's Python wrappers (cache._compile_native)
+    from plax_numba import native_emit
+    artifacts = [p for p in tiered_fresh.iterdir() if p.suffix == ".native"]
+    assert len(artifacts) == 1 and native_emit.has_code(str(artifacts[0]))
+    assert not (tiered_fresh / "__pycache__").exists() or not any(
+        n.endswith(".nbi") for n in os.listdir(tiered_fresh / "__pycache__"))
     # compiled again, in this process, into another cache: the same bits
     monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
     monkeypatch.setattr(cache, "_dir", str(tiered_fresh / "sync"))
@@ -98,7 +104,7 @@ def test_worker_compiles_and_values_match_sync(tiered_fresh, monkeypatch):
 
 
 def test_worker_failure_falls_back_with_one_warning(tiered_fresh, monkeypatch):
-    from plax_numba import cache, tiered
+    from plax_numba import cache
     real = cache.module_source
 
     def failing(kernel_source, primitives):  # the module raises when the worker imports it
@@ -496,6 +502,7 @@ def test_the_program_thread_never_waits_for_numbas_compiler_lock(tiered_fresh, m
     from plax_numba import cache
     x = np.linspace(-2, 2, 257, dtype=np.float32)
     want = np.exp(x * 0.25) * 1.5 - x
+    monkeypatch.setenv("PLAX_NUMBA_NATIVE", "0")  # (numba's own loading path)
     monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
     plax.jit(lambda x: jnp.exp(x * 0.25) * 1.5 - x, backend="numba")(x)
     monkeypatch.delenv("PLAX_NUMBA_SYNC")
@@ -624,9 +631,10 @@ def test_a_kernel_the_cache_keeps_missing_falls_back_with_one_warning(tiered_fre
     # The worker's trips do not bring the entry back (another process keeps dropping it):
     # after RECACHE_ATTEMPTS trips, one warning naming the cache, the reference path runs,
     # and nothing was compiled in this process.
-    from plax_numba import cache, tiered
+    from plax_numba import cache
     x = np.linspace(-2, 2, 129, dtype=np.float32)
     want = np.exp(x * 0.625) - x * 0.5
+    monkeypatch.setenv("PLAX_NUMBA_NATIVE", "0")  # (numba's own loading path)
     monkeypatch.setenv("PLAX_NUMBA_SYNC", "1")
     plax.jit(lambda x: jnp.exp(x * 0.625) - x * 0.5, backend="numba")(x)
     monkeypatch.delenv("PLAX_NUMBA_SYNC")
