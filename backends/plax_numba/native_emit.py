@@ -1,16 +1,20 @@
 """The compile worker's side of the numba-free kernel loader: a kernel as native object code.
 
-After numba has compiled a kernel into its disk cache (:func:`plax_numba.cache.compile_for_cache`),
-the worker also writes ``<kernel>.<signature>.native`` (:func:`emit`): a pickle of
+After numba has compiled a kernel (:func:`plax_numba.cache.compile_for_cache`: in a compile
+worker, or in the program for a synchronous compilation; without numba's own Python wrappers
+where this entry point replaces them), ``<kernel>.<signature>.native`` is written
+(:func:`emit`): a pickle of
 
 * the object code of numba's compiled library for that signature (the kernel, the helpers it
-  calls, numba's runtime functions it inlines);
+  calls, numba's runtime functions it inlines), and the kernel's symbol in it;
 * the object code of a small CPython entry point written here in LLVM IR: a
   ``METH_FASTCALL`` function that checks each argument (an exact ``ndarray`` of the planned
   dtype number and rank, C-contiguous and aligned; a number for a scalar; anything else
   raises ``TypeError``), builds numba's array structures from the array objects, releases
   the GIL, calls the kernel with numba's calling convention (built by numba's own lowering
-  helpers), and boxes its results: arrays through NRT's
+  helpers) through a pointer the loader sets (so kernels of the same argument and result
+  types share one entry object, :func:`_entry`), raises the kernel's exception as numba's
+  wrapper would, and boxes its results: arrays through NRT's
   ``NRT_adapt_ndarray_to_python_acqref`` (the array owns the kernel's allocation; an input
   returned as it is comes back as the same object), scalars as Python numbers, a tuple of
   them; None for a kernel writing into outputs its step allocated;
@@ -39,7 +43,7 @@ import numpy as np
 from plax.atomic_file import write_atomically
 
 #: bumped when the artifact's layout or the entry point's IR changes (old files are ignored)
-FORMAT = 8
+FORMAT = 9
 
 #: what a kernel's code calls to run Python objects: numba's object mode (``with objmode``),
 #: whose objects live in numba's Environment, set up only by numba's loader
@@ -90,9 +94,7 @@ def emit(text: str, arg_types: list, path: str, kernel=None) -> None:
     if overload is None:
         raise NotEmitted("not compiled for these argument types")
     kernel_object = overload.library._get_compiled_object()
-    name = "plax_entry_" + hashlib.sha256(
-        (overload.fndesc.mangled_name + repr(arg_types)).encode()).hexdigest()[:16]
-    entry_object, descrs = _entry_object(name, kernel.targetctx, overload, arg_types)
+    name, entry_object, descrs = _entry(kernel.targetctx, overload, arg_types)
     (u1, d1), (u2, d2) = symbols(kernel_object), symbols(entry_object)
     calls_python = sorted(set(u1) & _OBJECT_MODE_SYMBOLS)
     if calls_python:
@@ -104,8 +106,30 @@ def emit(text: str, arg_types: list, path: str, kernel=None) -> None:
                          + " ".join(calls_python) + ")")
     undefined = sorted((set(u1) | set(u2)) - set(d1) - set(d2))
     _write(path, {"format": FORMAT, "objects": [kernel_object, entry_object], "entry": name,
-                  "undefined": undefined, "compiled_once": compiled_once_objects(undefined),
-                  "descrs": descrs, "host": host()})
+                  "kernel": overload.fndesc.mangled_name, "undefined": undefined,
+                  "compiled_once": compiled_once_objects(undefined), "descrs": descrs,
+                  "host": host()})
+
+
+#: entry points built in this process: (argument types, numba's argument and result
+#: types) -> (symbol, object code, the results' dtype globals)
+_entries: dict = {}
+
+
+def _entry(context, overload, arg_types: list) -> tuple[str, bytes, dict]:
+    """The entry point for ``overload``'s kernel: ``(symbol, object code, the results'
+    dtype globals)``. It calls the kernel through the pointer ``<symbol>_kernel``, which the
+    loader sets, so one object serves every kernel of the same argument and result types
+    (kernels of one shape of program differ only in their loop bodies): built once per
+    process for each (the build is ~25 ms of IR and code generation; most kernels of a
+    program, or of a test session, share one)."""
+    fndesc = overload.fndesc
+    key = (repr(arg_types), str(fndesc.argtypes), str(fndesc.restype))
+    found = _entries.get(key)
+    if found is None:
+        name = "plax_entry_" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        found = _entries[key] = (name, *_entry_object(name, context, overload, arg_types))
+    return found
 
 
 def compiled_once_objects(undefined) -> dict:
@@ -197,8 +221,8 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
         g.initializer = ir.Constant(obj, None)
         return g
     ndarray_type = slot(name + "_ndarray_type")
-    callee = ir.Function(module, context.call_conv.get_function_type(restype, argtypes),
-                         name=fndesc.mangled_name)
+    callee_type = context.call_conv.get_function_type(restype, argtypes)
+    kernel_slot = slot(name + "_kernel")  # the kernel's address, set by the loader
 
     def declare(fname, ret, args):
         return ir.Function(module, ir.FunctionType(ret, args), name=fname)
@@ -307,6 +331,7 @@ def _entry_object(name: str, context, overload, arg_types: list) -> tuple[bytes,
             raise NotEmitted(f"an argument of type {nb_type}")
         values.append(v)
     state = b.call(save, [])
+    callee = b.bitcast(b.load(kernel_slot), callee_type.as_pointer())
     status, retval = context.call_conv.call_function(b, callee, restype, argtypes, values)
     b.call(restore, [state])
     with b.if_then(b.not_(status.is_ok), likely=False):

@@ -410,13 +410,17 @@ def load(path: str) -> NativeKernel | None:
             engine = _link_objects(llvm, artifact["objects"])
             entry = engine.get_function_address(artifact["entry"])
             slot = engine.get_global_value_address(artifact["entry"] + "_ndarray_type")
-            if not entry or not slot:
+            kernel = engine.get_function_address(artifact["kernel"])
+            kernel_slot = engine.get_global_value_address(artifact["entry"] + "_kernel")
+            if not (entry and slot and kernel and kernel_slot):
                 raise RuntimeError("entry point not found in the linked object")
         except Exception as err:  # noqa: BLE001 - numba's own loading still works
             count_fallback(f"link failed: {type(err).__name__}")
             return None
         import numpy as np
         ctypes.c_void_p.from_address(slot).value = id(np.ndarray)
+        # (the entry point's object serves every kernel of its types: it calls this one's)
+        ctypes.c_void_p.from_address(kernel_slot).value = kernel
         for gname, dtype in artifact["descrs"].items():  # the results' dtype objects
             descr = np.dtype(dtype)
             ctypes.c_void_p.from_address(engine.get_global_value_address(gname)).value = \

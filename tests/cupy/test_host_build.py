@@ -49,3 +49,41 @@ def test_a_compiler_that_cannot_precompile_builds_without(tmp_path, monkeypatch)
     monkeypatch.setattr(nvrtc, "_precompiled", {})
     assert nvrtc._precompiled_header(str(tmp_path / "no-such-compiler"), "PLAX_HOST",
                                      str(tmp_path)) == []
+
+
+def _links(monkeypatch) -> list:
+    """The ``(linker alone?, output)`` of each link :func:`compile_host` makes from now on."""
+    from plax_cupy import nvrtc
+    real, seen = nvrtc._link_shared, []
+
+    def recording(compiler, obj, out, driver=False):
+        real(compiler, obj, out, driver)
+        seen.append((not driver and bool(nvrtc._linker[0]), out))
+    monkeypatch.setattr(nvrtc, "_link_shared", recording)
+    return seen
+
+
+def test_kernels_are_linked_by_the_linker_alone(tmp_path, monkeypatch):
+    # (not through the compiler's driver, which adds the C++ runtime the code never calls)
+    from plax_cupy import codegen, nvrtc
+    links = _links(monkeypatch)
+    source = codegen.PREAMBLE + (
+        '\nextern "C" float th(float x) { return tanhf(x) + std::erf(x); }\n')
+    lib = nvrtc.compile_host(source, workdir=str(tmp_path))
+    lib.th.argtypes, lib.th.restype = [ctypes.c_float], ctypes.c_float
+    np.testing.assert_allclose(lib.th(0.5), np.tanh(0.5) + 0.5204998778130465, rtol=1e-6)
+    assert [alone for alone, _ in links] == [bool(nvrtc._linker[0])]
+    assert not list(tmp_path.glob("*.o")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_code_needing_the_cpp_runtime_is_linked_again_by_the_driver(tmp_path, monkeypatch):
+    # operator new is in libstdc++, which the process has not loaded: the library the linker
+    # alone made does not load, so it is built again and linked by the driver
+    from plax_cupy import nvrtc
+    links = _links(monkeypatch)
+    source = ('extern "C" int made() { int* p = new int[3]; p[2] = 7; int v = p[2]; '
+              'delete[] p; return v; }\n')
+    lib = nvrtc.compile_host(source, workdir=str(tmp_path))
+    assert lib.made() == 7
+    assert [alone for alone, _ in links] == ([True, False] if nvrtc._linker[0] else [False])
+    assert nvrtc.compile_host(source, workdir=str(tmp_path)).made() == 7  # cached, loads

@@ -112,3 +112,34 @@ def test_complex_programs_give_numpys_values_with_sync_compilation(own_cache, mo
     out = f(z, np.complex64(0.5 - 2j))
     want = z.astype(np.complex128) * (0.5 - 2j) + np.conj(z.astype(np.complex128))
     np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6, atol=2e-6)
+
+
+_SCALED = '''
+@njit(**_OPTIONS)
+def kernel(a, n):
+    o = np.empty(n, np.float64)
+    for i in range(n):
+        o[i] = a[i] * SCALE
+    return (o, )
+'''
+
+
+def test_kernels_of_the_same_types_share_one_entry_object_and_each_runs_its_own(own_cache):
+    # the entry point calls the kernel through a pointer the loader sets: kernels of the
+    # same argument and result types share its object, and each artifact calls its kernel
+    import pickle
+    from plax_numba import cache, native_emit, native_loader
+    paths = []
+    for scale in (3.0, -0.5, 7.25):
+        text = cache.module_source(_SCALED.replace("SCALE", repr(scale)), ["mul"])
+        cache.compile_for_cache(text, _ARG_TYPES, native=True)
+        paths.append(native_emit.artifact_path(cache._marker(text, _ARG_TYPES)))
+    artifacts = [pickle.load(open(p, "rb")) for p in paths]
+    assert len({a["objects"][1] for a in artifacts}) == 1       # one entry object
+    assert len({a["kernel"] for a in artifacts}) == 3            # three kernels
+    a = np.array([1.0, -2.0, 0.25])
+    kernels = [native_loader.load(p) for p in paths]
+    assert all(kernels), native_loader.fallbacks
+    for kernel, scale in zip(kernels, (3.0, -0.5, 7.25)):
+        (out,) = kernel.function(a, 3)
+        np.testing.assert_array_equal(out, a * scale)
