@@ -437,8 +437,8 @@ def compile_for_cache(text: str, arg_types: list, directory: str | None = None,
 
 
 #: kernels :func:`_compile_native` compiled without numba's Python wrappers (``"bare"``),
-#: and those it compiled so but then found the entry point could not call (``"declined"``:
-#: compiled again the usual way); tests read it
+#: and those it tried so but the entry point could not call or numba did not compile
+#: (``"declined"``: compiled again the usual way); tests read it
 native_compiles = {"bare": 0, "declined": 0}
 
 
@@ -466,11 +466,13 @@ def _compile_native(text: str, kernel, arg_types: list, marker: str) -> bool:
     if not native_loader.prepare() or not native_emit.takes_arguments(arg_types):
         return False
     options = {k: v for k, v in kernel.targetoptions.items() if k not in ("nopython", "cache")}
-    bare = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **options)(kernel.py_func)
-    bare.compile(numba_signature(arg_types))
     try:
+        bare = numba.njit(no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                          **options)(kernel.py_func)
+        bare.compile(numba_signature(arg_types))
         native_emit.emit(text, arg_types, path, bare)
-    except native_emit.NotEmitted:
+    except Exception:  # noqa: BLE001 - NotEmitted (results the entry cannot box), or numba
+        # refusing this form: the usual compilation follows, and reports what is wrong
         native_compiles["declined"] += 1
         return False
     native_compiles["bare"] += 1

@@ -143,3 +143,29 @@ def test_kernels_of_the_same_types_share_one_entry_object_and_each_runs_its_own(
     for kernel, scale in zip(kernels, (3.0, -0.5, 7.25)):
         (out,) = kernel.function(a, 3)
         np.testing.assert_array_equal(out, a * scale)
+
+
+_COMPLEX_RESULT = '''
+@njit(**_OPTIONS)
+def kernel(a, n):
+    acc = 0.0
+    for i in range(n):
+        acc += a[i]
+    return (np.complex128(acc + 1j), )
+'''
+
+
+def test_results_the_entry_cannot_box_are_declined_and_compiled_the_usual_way(own_cache):
+    # a complex scalar result is known only after compiling: the bare form is declined, the
+    # kernel compiled with numba's wrappers, its artifact saying why there is no native form
+    import pickle
+    from plax_numba import cache, native_emit, native_loader
+    text = cache.module_source(_COMPLEX_RESULT, ["reduce_sum"])
+    declined = cache.native_compiles["declined"]
+    kernel = cache.compile_kernel(text, _ARG_TYPES)
+    assert cache.native_compiles["declined"] == declined + 1
+    assert not isinstance(kernel, native_loader.NativeKernel)
+    path = native_emit.artifact_path(cache._marker(text, _ARG_TYPES))
+    assert "complex" in pickle.load(open(path, "rb"))["unsupported"]
+    (got,) = cache.entry_point(kernel, _ARG_TYPES)(np.array([1.0, 2.5]), 2)
+    assert got == 3.5 + 1j
