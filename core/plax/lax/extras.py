@@ -1,5 +1,5 @@
 """The rest of ``jax.lax`` that is written on other primitives: shape helpers, composites
-(``split``, ``tile``, ``reduce`` with any computation, convolution
+(``tile``, ``reduce`` with any computation, convolution
 patches, ...), identity-like staging functions, and the enums and dimension-number types.
 
 Nothing here is a new primitive: each function composes primitives that have their rules and
@@ -26,7 +26,7 @@ __all__ = [
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple", "dce_sink",
     "dtype", "empty", "index_take", "optimization_barrier", "platform_dependent",
     "reciprocal", "reduce", "reduce_window_shape_tuple", "scatter_apply",
-    "scatter_sub", "shape_as_value", "split", "stage", "tile",
+    "scatter_sub", "shape_as_value", "stage", "tile",
     "custom_linear_solve", "custom_root",
 ]
 
