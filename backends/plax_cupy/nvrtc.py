@@ -16,6 +16,7 @@ serially, so its values can be checked against the NumPy backend without a GPU.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import hashlib
 import os
@@ -300,7 +301,7 @@ def _build_library(source: str, workdir: str, define: str, lib: str,
     # names of this process and thread: programs' kernels are built on several threads
     # (plax_cupy.kernel_modules), and other processes may build the same source at once
     unique = f"{os.getpid()}.{threading.get_ident()}"
-    src = os.path.join(workdir, f"k{os.path.basename(lib)[1:-3]}.{unique}.cpp")
+    src = f"{lib[:-3]}.{unique}.cpp"
     compiler = os.environ.get("CXX", "g++")
     text, header = _split_preamble(compiler, define, workdir, source)
     with open(src, "w") as f:
@@ -320,7 +321,13 @@ def _build_library(source: str, workdir: str, define: str, lib: str,
         HOST_BUILDS[0] += 1
 
 
-_linker: list = []  # the linker the compiler runs (found once per process), or None
+@functools.lru_cache(maxsize=None)
+def linker_of(compiler: str) -> str | None:
+    """The path of the linker ``compiler`` runs (``-print-prog-name=ld``), or None; asked
+    once per compiler and process."""
+    found = subprocess.run([compiler, "-print-prog-name=ld"], capture_output=True,
+                           text=True).stdout.strip()
+    return shutil.which(found) if found else None
 
 
 def _link_shared(compiler: str, obj: str, out: str, driver: bool = False) -> None:
@@ -328,14 +335,10 @@ def _link_shared(compiler: str, obj: str, out: str, driver: bool = False) -> Non
     alone (``ld -shared OBJ -lm``: ~3 ms), not through the compiler's driver, which adds the
     C++ runtime and its start files (~27 ms of a ~90 ms build; the generated code calls only
     libm), unless ``driver`` or the linker fails."""
-    if not _linker:
-        found = subprocess.run([compiler, "-print-prog-name=ld"], capture_output=True,
-                               text=True).stdout.strip()
-        _linker.append(shutil.which(found) if found else None)
-    if not driver and _linker[0]:
-        if subprocess.run([_linker[0], "-shared", "-o", out, obj, "-lm"],
-                          capture_output=True).returncode == 0:
-            return
+    linker = None if driver else linker_of(compiler)
+    if linker and subprocess.run([linker, "-shared", "-o", out, obj, "-lm"],
+                                 capture_output=True).returncode == 0:
+        return
     cmd = [compiler, "-shared", "-o", out, obj]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:

@@ -169,7 +169,7 @@ def has_code(path: str) -> bool:
 def takes_arguments(arg_types: list) -> bool:
     """Whether the entry point :func:`emit` writes takes arguments of ``arg_types`` (a
     plan's: arrays, real and boolean scalars, extents; not complex scalars)."""
-    return all(t[0] not in ("scalar",) or np.dtype(t[1]).kind in "biuf" for t in arg_types)
+    return all(t[0] != "scalar" or np.dtype(t[1]).kind in "biuf" for t in arg_types)
 
 
 def host() -> tuple:
