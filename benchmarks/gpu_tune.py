@@ -260,7 +260,6 @@ def conv_table(repeat: int, small: bool, budget: float) -> None:
 def reductions_table(repeat: int, small: bool, budget: float) -> None:
     """One block per output against outputs split over blocks, over (outputs, row length)."""
     import plax
-    import plax.numpy as jnp
     from plax_cupy import codegen
     gpu = plax.devices("gpu")[0]
     sm = plax.devices("gpu")[0].backend.sm_count(0)

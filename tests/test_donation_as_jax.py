@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import plax
-import plax.numpy as jnp
 from plax.errors import JaxRuntimeError
 from subprocess_util import last_json, run_python
 

@@ -9,7 +9,6 @@ devices, under plax and (where installed) JAX, answers compared.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import plax
 import plax.numpy as jnp

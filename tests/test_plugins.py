@@ -28,7 +28,7 @@ from plax import plugins
 from plax.backend import Backend
 from plax.plugins import PlaxPluginWarning, hookimpl
 
-from subprocess_util import REPO, last_json, run_python
+from subprocess_util import last_json, run_python
 from toy_backend_site import TOY_PACKAGE, toy_backend_site
 
 # the toy backend as these tests expect it: its own platform "toy", whatever the environment says

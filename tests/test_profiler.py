@@ -8,7 +8,6 @@ import json
 import pathlib
 import threading
 
-import numpy as np
 import pytest
 
 import plax

@@ -13,7 +13,6 @@ import pytest
 
 import plax
 import plax.numpy as jnp
-from plax.ad_checkpoint import print_saved_residuals
 
 try:
     import jax

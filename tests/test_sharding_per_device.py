@@ -14,7 +14,6 @@ JAX 0.10.2's, recorded below (a second test checks the record against JAX where 
 installed). Values are checked against NumPy float64 in the child.
 """
 import importlib.util
-import json
 
 import pytest
 

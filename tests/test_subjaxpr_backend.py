@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import plax
-from plax import plugins
 
 from subjaxpr_cases import check_all, check_eager
 from subprocess_util import last_json, run_python

@@ -5,7 +5,6 @@ returns). Rows where JAX deviates check JAX's result instead (plax keeps JAX's b
 where JAX is installed, that JAX gives it."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -13,7 +13,6 @@ import shutil
 import ml_dtypes
 import numpy as np
 
-from plax import lax
 from plax.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from plax.core.shaped_array import ShapedArray
 from plax.lowering import Cluster, HorizontalGroup, call_body, fusion_units

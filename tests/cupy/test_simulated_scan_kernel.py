@@ -219,7 +219,6 @@ def test_eager_scan_is_one_launch():
 @on_simulated_gpu
 def test_declined_bodies_keep_the_host_loop_and_say_why(monkeypatch):
     import plax
-    import plax.numpy as jnp
     from plax import lax
     from plax_cupy import scan_kernel
     monkeypatch.setenv("PLAX_CUDA_GRAPHS", "0")

@@ -218,7 +218,7 @@ def test_a_small_whole_program_on_the_first_tier(first_tier_only):
 
 
 def test_a_declined_loop_still_runs(first_tier_only):
-    from plax_numba import llvm_tier, llvm_tier_loops
+    from plax_numba import llvm_tier
     xs = np.random.default_rng(2).standard_normal((20, 6)).astype(np.float32)
     f = lambda xs: lax.scan(lambda c, x: (c + jnp.sin(x), c.sum()), jnp.zeros(6), xs)  # noqa
 

@@ -14,7 +14,7 @@ import pytest
 from plax import lax, numpy as jnp
 from plax.dtypes import bfloat16
 
-from numba_vs_numpy import assert_bits_equal, compiled_source, elementwise_loop, jit_both
+from numba_vs_numpy import assert_bits_equal, compiled_source, jit_both
 
 LOW = [np.dtype(np.float16), np.dtype(bfloat16)]
 _NAME = {np.dtype(np.float16): "f16", np.dtype(bfloat16): "bf16"}

@@ -32,7 +32,7 @@ EXPRESSIONS = {
                                       "method='higher')",
         f"jnp.nanpercentile({_F}.astype(np.float16), 50., method='midpoint')",
         f"jnp.nanquantile({_F}, 0.25)", f"jnp.nanargmax({_F})", f"jnp.nanargmin({_I8})",
-        f"jnp.nancumsum({_I8})", f"jnp.nancumsum(np.ones(3, bool))",
+        f"jnp.nancumsum({_I8})", "jnp.nancumsum(np.ones(3, bool))",
         f"jnp.nancumprod({_F}.astype(np.float16))", f"jnp.cov({_I8})",
         f"jnp.cov({_F}.reshape(2, 3))", f"jnp.cov({_F}.reshape(2, 3), bias=True)",
         f"jnp.cov({_F}.astype(np.complex64))", f"jnp.corrcoef({_I8})",

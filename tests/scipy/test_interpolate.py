@@ -4,7 +4,6 @@ import pytest
 import scipy.interpolate as si
 
 import plax
-import plax.numpy as jnp
 from plax.scipy.interpolate import RegularGridInterpolator
 
 R = np.random.default_rng(10)

@@ -6,7 +6,6 @@ import pytest
 import scipy.special as sps
 
 import plax
-import plax.numpy as jnp
 from plax.scipy import special as ps
 from plax.test_util import check_grads
 

@@ -6,7 +6,6 @@ import pytest
 import scipy.stats as sst
 
 import plax
-import plax.numpy as jnp
 from plax import random
 from plax.scipy import stats as ps
 from plax.test_util import check_grads

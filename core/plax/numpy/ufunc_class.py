@@ -390,7 +390,7 @@ class ufunc:
         a, indices = asarray_weak(a), asarray_weak(indices)
         a_aval, i_aval = get_aval(a), get_aval(indices)
         if a_aval.ndim == 0:
-            raise ValueError(f"reduceat: a must have 1 or more dimension, got a.shape=()")
+            raise ValueError("reduceat: a must have 1 or more dimension, got a.shape=()")
         if i_aval.ndim != 1:
             raise ValueError(f"reduceat: indices must be one-dimensional, got "
                              f"indices.shape={i_aval.shape}")

@@ -4,7 +4,6 @@ error when the plugin is absent."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Sequence

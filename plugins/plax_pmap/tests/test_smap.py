@@ -8,7 +8,6 @@ import pytest
 
 import plax
 import plax.numpy as jnp
-from plax import lax
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3)
 
