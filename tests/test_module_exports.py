@@ -4,9 +4,7 @@ are imported in a child interpreter: importing all of them here would load lazil
 families into the test session."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from subprocess_util import last_json, run_python
 
 _CHILD = r"""
 import importlib, json, pkgutil
@@ -25,8 +23,5 @@ print(json.dumps(missing))
 
 
 def test_every_name_in_every_modules_all_exists():
-    done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    missing = json.loads(done.stdout.strip().splitlines()[-1])
+    missing = last_json(run_python(_CHILD, timeout=300))
     assert missing == {}, f"__all__ names what the module lacks: {missing}"
