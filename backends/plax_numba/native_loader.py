@@ -534,12 +534,18 @@ def _write_object(path: str, data: bytes) -> None:
 
 
 def _builtin(engine, entry: str, address: int):
-    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; its method
-    definition and ``engine`` are kept alive as long as the process."""
+    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; it owns its
+    method definition and ``engine`` (kept alive as long as the function is)."""
     method = _MethodDef(entry.encode(), address, _METH_FASTCALL, None)
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
         ctypes.py_object
-    function = new(ctypes.addressof(method), None, None)
-    _keep.append((engine, method))
+    # The function's ``self`` (which the entry point ignores) holds its definition: CPython
+    # reads the definition until the function itself is freed (its repr, the garbage
+    # collector's traversal, its deallocation), and at interpreter exit this module's
+    # globals, _keep among them, are cleared before the programs holding the function are;
+    # a definition kept only there was read after being freed (SIGSEGV at exit).
+    owner = (method, engine)
+    function = new(ctypes.addressof(method), owner, None)
+    _keep.append(owner)
     return function

@@ -92,6 +92,34 @@ def test_loads_without_numba_and_matches_numpy(emitted):
     assert out["refs_kept"] == 0
 
 
+def test_a_loaded_kernel_owns_its_method_definition(emitted):
+    # CPython reads a builtin function's method definition until the function is freed (its
+    # repr, the garbage collector's traversal, its deallocation). At interpreter exit the
+    # loader's module globals are cleared before the programs holding its functions are; a
+    # definition kept only there was read after being freed (a SIGSEGV at exit in CI). The
+    # child frees what the loader keeps, then uses the function; glibc's MALLOC_PERTURB_
+    # fills freed memory with junk, so a definition read after free crashes it at once.
+    directory, path = emitted
+    out = _run(f"""
+        import gc, json
+        import numpy as np
+        from plax_numba import native_loader
+        k = native_loader.load({path!r})
+        a = np.linspace(-2, 2, 101, dtype=np.float32)
+        b = np.zeros((1, 1), np.int32)
+        native_loader._keep.clear()
+        gc.collect()
+        name = repr(k.function)
+        o, total, _ = k.function(a, np.float32(2.0), b, a.size)
+        del k
+        gc.collect()
+        print(json.dumps({{"o": o.tolist(), "named": "built-in" in name}}))
+        """, {"PYTHONMALLOC": "malloc", "MALLOC_PERTURB_": "2"})
+    assert out["named"]
+    a = np.linspace(-2, 2, 101, dtype=np.float32).astype(np.float64)
+    np.testing.assert_allclose(out["o"], np.exp(a) * 2.0, rtol=3e-7 * 4)
+
+
 _PARALLEL_KERNEL = '''
 @njit(**_PARALLEL)
 def kernel(a, o, n):
@@ -338,7 +366,11 @@ def cold(tmp_path_factory):
     its result."""
     env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("native_cache")),
            "PLAX_NUMBA_COMPILE_AFTER": "1"}
-    return env, _run(_PROGRAM, dict(env, BACKEND="numba"))
+    # (freed memory filled with junk: this run, whose kernels load from the background
+    # thread, read a freed method definition at exit before the loader's functions owned
+    # theirs; see test_a_loaded_kernel_owns_its_method_definition)
+    return env, _run(_PROGRAM, dict(env, BACKEND="numba", PYTHONMALLOC="malloc",
+                                    MALLOC_PERTURB_="2"))
 
 
 def _check_values(run: dict) -> None:
