@@ -534,18 +534,31 @@ def _write_object(path: str, data: bytes) -> None:
 
 
 def _builtin(engine, entry: str, address: int):
-    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; it owns its
-    method definition and ``engine`` (kept alive as long as the function is)."""
-    method = _MethodDef(entry.encode(), address, _METH_FASTCALL, None)
+    """A builtin function calling the ``METH_FASTCALL`` function at ``address``; its method
+    definition and ``engine`` are kept alive as long as the process."""
+    # CPython reads a builtin's definition until the function itself is freed (its repr, the
+    # garbage collector's traversal, its deallocation), and programs hold their functions to
+    # interpreter exit, where the collector clears what is left in any order. So the
+    # definition and its name live in memory nothing frees (tens of bytes a kernel, as the
+    # engine holding its code is never disposed either): not in a ctypes object, whose
+    # buffer the collector's clearing frees (SIGSEGV at exit, reading the freed definition).
+    name = _permanent(entry.encode() + b"\0")
+    method = _MethodDef(None, address, _METH_FASTCALL, None)
+    method.ml_name = name
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
         ctypes.py_object
-    # The function's ``self`` (which the entry point ignores) holds its definition: CPython
-    # reads the definition until the function itself is freed (its repr, the garbage
-    # collector's traversal, its deallocation), and at interpreter exit this module's
-    # globals, _keep among them, are cleared before the programs holding the function are;
-    # a definition kept only there was read after being freed (SIGSEGV at exit).
-    owner = (method, engine)
-    function = new(ctypes.addressof(method), owner, None)
-    _keep.append(owner)
+    function = new(_permanent(bytes(method)), None, None)
+    _keep.append(engine)
     return function
+
+
+def _permanent(data: bytes) -> int:
+    """The address of a copy of ``data`` in memory never freed (``malloc``)."""
+    malloc = ctypes.CDLL(None).malloc
+    malloc.argtypes, malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
+    address = malloc(len(data))
+    if not address:
+        raise MemoryError("no memory for a native kernel's method definition")
+    ctypes.memmove(address, data, len(data))
+    return address

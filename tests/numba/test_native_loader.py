@@ -92,13 +92,13 @@ def test_loads_without_numba_and_matches_numpy(emitted):
     assert out["refs_kept"] == 0
 
 
-def test_a_loaded_kernel_owns_its_method_definition(emitted):
+def test_a_loaded_kernels_method_definition_outlives_what_frees_it(emitted):
     # CPython reads a builtin function's method definition until the function is freed (its
     # repr, the garbage collector's traversal, its deallocation). At interpreter exit the
-    # loader's module globals are cleared before the programs holding its functions are; a
-    # definition kept only there was read after being freed (a SIGSEGV at exit in CI). The
-    # child frees what the loader keeps, then uses the function; glibc's MALLOC_PERTURB_
-    # fills freed memory with junk, so a definition read after free crashes it at once.
+    # loader's module globals are cleared, and the collector clears the programs holding the
+    # functions, in any order; a definition that either freed was read after being freed (a
+    # SIGSEGV at exit in CI). The child does both, then: glibc's MALLOC_PERTURB_ fills freed
+    # memory with junk, so a definition read after free crashes it.
     directory, path = emitted
     out = _run(f"""
         import gc, json
@@ -111,7 +111,9 @@ def test_a_loaded_kernel_owns_its_method_definition(emitted):
         gc.collect()
         name = repr(k.function)
         o, total, _ = k.function(a, np.float32(2.0), b, a.size)
-        del k
+        cycle = [k.function]     # (garbage the collector must clear, as at exit)
+        cycle.append(cycle)
+        del k, cycle
         gc.collect()
         print(json.dumps({{"o": o.tolist(), "named": "built-in" in name}}))
         """, {"PYTHONMALLOC": "malloc", "MALLOC_PERTURB_": "2"})
@@ -367,8 +369,8 @@ def cold(tmp_path_factory):
     env = {"PLAX_NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("native_cache")),
            "PLAX_NUMBA_COMPILE_AFTER": "1"}
     # (freed memory filled with junk: this run, whose kernels load from the background
-    # thread, read a freed method definition at exit before the loader's functions owned
-    # theirs; see test_a_loaded_kernel_owns_its_method_definition)
+    # thread, read a freed method definition at exit while definitions lived in ctypes
+    # objects; see test_a_loaded_kernels_method_definition_outlives_what_frees_it)
     return env, _run(_PROGRAM, dict(env, BACKEND="numba", PYTHONMALLOC="malloc",
                                     MALLOC_PERTURB_="2"))
 

@@ -96,6 +96,9 @@ def _run(env: dict) -> dict:
     for k in ("PLAX_NUMBA_SYNC", "PLAX_NUMBA_WORKERS", "PLAX_NUMBA_NATIVE",
               "PLAX_NUMBA_FIRST_TIER"):
         full.pop(k, None)
+    # freed memory filled with junk (glibc): these runs crashed at exit reading a kernel's
+    # freed method definition (test_native_loader.py's test of it says how)
+    full.update(PYTHONMALLOC="malloc", MALLOC_PERTURB_="2")
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_PROGRAM)], env=full,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
