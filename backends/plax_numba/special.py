@@ -32,10 +32,11 @@ from numba import njit
 
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 from plax_numba.compiled_once import twin
+from plax_numba.inlining import inlined
 from plax_numba.libm_free import exp_f64
 from plax_numba.scalar import constant_table, fma_f64 as fma
 
-_inline = dict(cache=True, nogil=True, error_model="numpy", inline="always")
+_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 _INV_SQRT_2PI = 0.3989422804014327
 
 
@@ -74,7 +75,7 @@ _hankel0_32 = _polynomial(hankel_coefficients(0, _HANKEL32), "plax_i0_hankel32")
 _hankel1_32 = _polynomial(hankel_coefficients(1, _HANKEL32), "plax_i1_hankel32")
 
 
-@njit(**_inline)
+@inlined(**_inline)
 def bessel_i0e_f64(x):
     """``exp(-|x|) I0(x)`` of a float64 (``lax.bessel_i0e``); even, 0 at +-inf, NaN for NaN."""
     ax = abs(x)
@@ -86,7 +87,7 @@ def bessel_i0e_f64(x):
     return x if x != x else r
 
 
-@njit(**_inline)
+@inlined(**_inline)
 def bessel_i1e_f64(x):
     """``exp(-|x|) I1(x)`` of a float64 (``lax.bessel_i1e``); odd, +-0 at +-inf and 0, NaN
     for NaN."""
@@ -100,7 +101,7 @@ def bessel_i1e_f64(x):
     return x if (x != x or x == 0) else r
 
 
-@njit(**_inline)
+@inlined(**_inline)
 def bessel_i0e_f32(x):
     """``exp(-|x|) I0(x)`` of a float32: evaluated in float64 (its vectorisable ``exp``,
     :func:`plax_numba.libm_free.exp_f64`) and rounded once."""
@@ -112,7 +113,7 @@ def bessel_i0e_f32(x):
     return x if x != x else r
 
 
-@njit(**_inline)
+@inlined(**_inline)
 def bessel_i1e_f32(x):
     """``exp(-|x|) I1(x)`` of a float32: evaluated in float64 and rounded once (as
     :func:`bessel_i0e_f32`); odd, +-0 at +-0."""
@@ -135,7 +136,7 @@ _PSI_SERIES = _polynomial([-1 / 12, 1 / 120, -1 / 252, 1 / 240, -1 / 132, 691 / 
 _PSI_SHIFT = 10.0
 
 
-@njit(**_inline)
+@inlined(**_inline)
 def digamma_f64(x):
     """``psi(x) = gamma'(x) / gamma(x)`` of a float64 (``lax.digamma``).
 

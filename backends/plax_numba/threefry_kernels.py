@@ -24,6 +24,7 @@ from numba import njit, prange
 
 from plax.lax.random_bits import KS_PARITY, ROTATIONS
 from plax_numba import threefry
+from plax_numba.inlining import inlined
 
 _U32 = np.uint32
 
@@ -40,19 +41,19 @@ _PARITY = _U32(KS_PARITY)
 _opts = dict(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 
 
-@njit(inline="always", nogil=True)
+@inlined(nogil=True)
 def _rotl(x, r):
     return np.uint32((x << np.uint32(r)) | (x >> np.uint32(32 - r)))
 
 
-@njit(inline="always", nogil=True)
+@inlined(nogil=True)
 def _round(x0, x1, r):
     x0 = np.uint32(x0 + x1)
     x1 = np.uint32(_rotl(x1, r) ^ x0)
     return x0, x1
 
 
-@njit(inline="always", nogil=True)
+@inlined(nogil=True)
 def hash_words(k0, k1, x0, x1):
     """Threefry-2x32 (20 rounds) of one counter pair under one key, in uint32: ``(y0, y1)``.
     Generated kernels call it too (a cluster holding ``threefry2x32``, or a native loop)."""
@@ -98,7 +99,7 @@ def hash_words(k0, k1, x0, x1):
 assert ROTATIONS == ((13, 15, 26, 6), (17, 29, 16, 24)), ROTATIONS
 
 
-@njit(inline="always", nogil=True)
+@inlined(nogil=True)
 def _block(a, b, m, n):
     """The ``m`` elements of operand ``a`` for the block at element ``b``: from ``b`` for an
     operand of the output's size ``n``, from 0 for a scalar's fill."""
