@@ -25,19 +25,17 @@ _ATTRIBUTE = "alwaysinline"
 
 def _mark_always_inline(cres) -> None:
     """Marks the LLVM function of the compiled overload ``cres`` ``alwaysinline`` in the
-    module its callers link (numba clones that module from the library's final module on a
-    caller's first link, and saves it with the overload in numba's disk cache)."""
-    library, name = cres.library, cres.fndesc.llvm_func_name
-    for module in (getattr(library, "_final_module", None),
-                   getattr(library, "_shared_module", None)):
-        if module is None:
-            continue
-        try:
-            function = module.get_function(name)
-        except NameError:  # (a module without it: nothing to mark there)
-            continue
-        if _ATTRIBUTE not in str(function.attributes):
-            function.add_function_attribute(_ATTRIBUTE)
+    module its callers link (``_get_module_for_linking``: made once per library and kept,
+    and saved with the overload in numba's disk cache, so a cache-loaded one is marked too)."""
+    function = cres.library._get_module_for_linking().get_function(cres.fndesc.llvm_func_name)
+    if not is_always_inline(function):
+        function.add_function_attribute(_ATTRIBUTE)
+
+
+def is_always_inline(function) -> bool:
+    """Whether the LLVM function ``function`` (llvmlite's ``ValueRef``) is marked
+    ``alwaysinline``."""
+    return _ATTRIBUTE.encode() in b" ".join(function.attributes).split()
 
 
 def inlined(**options) -> Callable:
