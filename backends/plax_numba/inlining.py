@@ -33,8 +33,20 @@ def _mark_always_inline(cres) -> None:
 
 
 def is_always_inline(function) -> bool:
-    """Whether the LLVM function ``function`` (llvmlite's ``ValueRef``) is marked
-    ``alwaysinline``."""
+    """Whether an LLVM function is marked ``alwaysinline``.
+
+    Args:
+      function: the function, as llvmlite's ``ValueRef`` (``module.get_function(name)``).
+
+    Returns:
+      True when its function attributes include ``alwaysinline``.
+
+    Example::
+
+      cres = helper.overloads[(types.float32,)]
+      module = cres.library._get_module_for_linking()
+      is_always_inline(module.get_function(cres.fndesc.llvm_func_name))   # True
+    """
     return _ATTRIBUTE.encode() in b" ".join(function.attributes).split()
 
 

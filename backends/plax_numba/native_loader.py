@@ -39,7 +39,7 @@ fallbacks: dict = {}
 _lock = threading.RLock()
 _ready: list = []        # [llvm binding module, its native target, host()] once set up
 _unusable: list = []     # why the loader cannot work in this process (set once)
-_keep: list = []         # engines and method definitions: alive as long as the process
+_keep: list = []         # engines and dtypes kernels point at: alive as long as the process
 _resolved: set = set()   # symbols LLVM's linker resolves (registered, or in the process)
 
 
