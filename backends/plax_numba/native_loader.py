@@ -542,9 +542,7 @@ def _builtin(engine, entry: str, address: int):
     # definition and its name live in memory nothing frees (tens of bytes a kernel, as the
     # engine holding its code is never disposed either): not in a ctypes object, whose
     # buffer the collector's clearing frees (SIGSEGV at exit, reading the freed definition).
-    name = _permanent(entry.encode() + b"\0")
-    method = _MethodDef(None, address, _METH_FASTCALL, None)
-    method.ml_name = name
+    method = _MethodDef(_permanent(entry.encode() + b"\0"), address, _METH_FASTCALL, None)
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
         ctypes.py_object
