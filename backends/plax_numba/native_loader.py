@@ -31,6 +31,7 @@ import threading
 
 from plax.atomic_file import write_atomically
 from plax.config import env_flag
+from plax_numba.permanent_memory import permanent_copy
 
 #: kernels loaded here, and why the others were not (reason -> count; tests read them)
 stats = {"loaded": 0}
@@ -542,21 +543,10 @@ def _builtin(engine, entry: str, address: int):
     # definition and its name live in memory nothing frees (tens of bytes a kernel, as the
     # engine holding its code is never disposed either): not in a ctypes object, whose
     # buffer the collector's clearing frees (SIGSEGV at exit, reading the freed definition).
-    method = _MethodDef(_permanent(entry.encode() + b"\0"), address, _METH_FASTCALL, None)
+    method = _MethodDef(permanent_copy(entry.encode() + b"\0"), address, _METH_FASTCALL, None)
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], \
         ctypes.py_object
-    function = new(_permanent(bytes(method)), None, None)
+    function = new(permanent_copy(bytes(method)), None, None)
     _keep.append(engine)
     return function
-
-
-def _permanent(data: bytes) -> int:
-    """The address of a copy of ``data`` in memory never freed (``malloc``)."""
-    malloc = ctypes.CDLL(None).malloc
-    malloc.argtypes, malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
-    address = malloc(len(data))
-    if not address:
-        raise MemoryError("no memory for a native kernel's method definition")
-    ctypes.memmove(address, data, len(data))
-    return address

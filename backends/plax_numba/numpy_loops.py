@@ -23,13 +23,15 @@ import threading
 
 import numpy as np
 
+from plax_numba.permanent_memory import permanent_copy
+
 #: (ufunc name, dtype char) of each loop kernels may call
 LOOPS = (("log1p", "f"), ("log1p", "d"))
 
 _PREFIX = "plax_numpy_loop_"
 _lock = threading.Lock()
 _addresses: dict = {}   # symbol -> (loop address, data pointer)
-_data_cells: dict = {}  # data symbol -> the ctypes cell holding the pointer (kept alive)
+_data_cells: dict = {}  # data symbol -> address of the never-freed cell holding the pointer
 
 
 def symbol(ufunc: str, char: str) -> str:
@@ -119,7 +121,13 @@ def register(llvm) -> None:
     for ufunc, char in LOOPS:
         address, data = table[symbol(ufunc, char)]
         with _lock:
-            # (NumPy's generic loops, e.g. PyUFunc_f_f, take the scalar function as data)
-            cell = _data_cells.setdefault(data_symbol(ufunc, char), ctypes.c_void_p(data or None))
+            # (NumPy's generic loops, e.g. PyUFunc_f_f, take the scalar function as data.)
+            # Kernels read the cell until the process ends, a daemon thread's kernel even
+            # after the module's globals are cleared at exit: so not a ctypes object, which
+            # the collector may free first (see plax_numba.permanent_memory)
+            name = data_symbol(ufunc, char)
+            if name not in _data_cells:
+                _data_cells[name] = permanent_copy(bytes(ctypes.c_void_p(data or None)))
+            cell = _data_cells[name]
         llvm.add_symbol(symbol(ufunc, char), address)
-        llvm.add_symbol(data_symbol(ufunc, char), ctypes.addressof(cell))
+        llvm.add_symbol(name, cell)

@@ -59,6 +59,38 @@ def test_loop_addresses_come_without_numba():
                                   "True", "False"]
 
 
+
+def test_the_data_cells_kernels_read_outlive_the_modules_objects():
+    # Kernels read each loop's data pointer from a cell registered with LLVM by address. At
+    # interpreter exit the module's containers are emptied and the collector frees their
+    # objects; a daemon thread's kernel may still run. The child empties every container of
+    # the module, collects, fills new objects with junk bytes, and reads the cells at their
+    # registered addresses: a cell in freed memory reads as junk (the bytes reuse it).
+    code = textwrap.dedent("""
+        import gc, json, ctypes
+        import llvmlite.binding as llvm
+        from plax_numba import numpy_loops
+        numpy_loops.register(llvm)
+        names = {numpy_loops.data_symbol(u, c): (u, c) for u, c in numpy_loops.LOOPS}
+        for name, value in list(vars(numpy_loops).items()):
+            if not name.startswith("__") and isinstance(value, (dict, list)):
+                value.clear()
+        gc.collect()
+        churn = [b"\\xab" * n for n in range(1, 400) for _ in range(20)]  # (reuses freed memory)
+        cells = {n: ctypes.c_void_p.from_address(llvm.address_of_symbol(n)).value or 0
+                 for n in names}
+        want = {n: numpy_loops._loop(*names[n])[1] for n in names}
+        print(json.dumps({"cells": cells, "want": want}))
+        """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               PYTHONMALLOC="malloc", MALLOC_PERTURB_="2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(got["cells"]) == {"plax_numpy_loop_log1p_f_data", "plax_numpy_loop_log1p_d_data"}
+    assert got["cells"] == got["want"]
+
 # Four jitted samplers, small (whole-program kernels: normal's and gamma's call log1p from
 # the kernel), run until the compile worker is idle; the last line reports their values and
 # how their kernels loaded.
