@@ -84,3 +84,9 @@ def inlined(**options) -> Callable:
         dispatcher.add_overload = add_marked_overload
         return dispatcher
     return decorate
+
+
+#: The decorator of plax's scalar helpers: :func:`inlined` with numba's disk cache, callable
+#: without the GIL, and NumPy's error model (``x / 0.0`` is ``inf``, not ZeroDivisionError).
+#: Example: ``@scalar_helper`` over ``def square_f32(x): return np.float32(x * x)``.
+scalar_helper = inlined(cache=True, nogil=True, error_model="numpy")

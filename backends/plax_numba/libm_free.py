@@ -32,14 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from plax_numba.compiled_once import twin
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.scalar import bitcast, constant_table, fma_f32 as fma32, fma_f64 as fma
 # exp_f32's constants: 1/ln2, the 1.5 * 2**23 rounder and exp(r) = 1 + r + r**2 Q(r) (erfc_f32)
 from plax_numba.scalar import (_LOG2E as _LOG2E32, _ROUNDER as _ROUNDER32,
                                _ROUNDER_BITS as _ROUNDER32_BITS, _Q0 as _EQ0, _Q1 as _EQ1,
                                _Q2 as _EQ2, _Q3 as _EQ3, _Q4 as _EQ4)
 
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 _F = np.float32
 
 # ln 2 split so that n * _LN2_HI is exact for |n| < 2**21 (32 significant bits), and the rest
@@ -58,7 +57,7 @@ _INF32, _NAN32 = _F(np.inf), _F(np.nan)
 # vectorising (three times slower).
 
 
-@inlined(**_inline)
+@scalar_helper
 def exp_f64(d):
     """``exp(d)`` in float64 for ``-1020 ln 2 <= d <= 1020 ln 2``, relative error below 1e-11
     (no range checks: the callers clamp). ``n = round(d / ln 2)`` by the 1.5 * 2**52 rounder,
@@ -74,7 +73,7 @@ def exp_f64(d):
     return bitcast(bitcast(p, np.int64(0)) + (ni << np.int64(52)), 0.0)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _log_parts(d):
     """``(e, s, z)`` for a positive, finite, normal float64 ``d = m 2**e`` with ``m`` in
     ``[sqrt(1/2), sqrt(2))`` (from the bits): ``log d = e ln 2 + 2 atanh(s)``, ``s = (m-1)/(m+1)``
@@ -98,7 +97,7 @@ _LN2_HI32, _LN2_LO32 = _F(0.693359375), _F(-2.12194440e-4)   # the high part has
 _SQRT2_32, _TWO23, _TINY32 = _F(1.4142135), _F(8388608.0), _F(1.17549435e-38)
 
 
-@inlined(**_inline)
+@scalar_helper
 def log_f32(x):
     """``log`` of a float32 in float32 arithmetic, within 0.83 ulp (JAX's: 0.96).
 
@@ -126,7 +125,7 @@ def log_f32(x):
     return _NAN32 if x < 0 else v
 
 
-@inlined(**_inline)
+@scalar_helper
 def expm1_f32(x):
     """``exp(x) - 1`` of a float32 (0.5 ulp after the final rounding).
 
@@ -158,7 +157,7 @@ _ERFC_MAX = _F(10.1)    # erfc(10.1) < 2**-150: float32's erfc is 0 from 10.06 o
 _TWO32, _HALF32 = _F(2.0), _F(0.5)
 
 
-@inlined(**_inline)
+@scalar_helper
 def erfc_f32(x):
     """``1 - erf(x)`` of a float32 in float32 arithmetic, within 1.06 ulp (relative also where the
     result is tiny; subnormal results within 2**-149; JAX's float32 ``erfc`` underflows early,
@@ -228,7 +227,7 @@ _P13, _P14 = _F(1.191780711451429e-06), _F(-1.0908333933912218e-06)
 _ONE32, _ERF_ONE, _ERF_MID = _F(1.0), _F(3.92), _F(2.375)   # erf rounds to 1 from 3.9192 on
 
 
-@inlined(**_inline)
+@scalar_helper
 def erf_f32(x):
     """``erf`` of a float32 in float32 arithmetic, within 1.05 ulp (JAX's: 5.4): ``x + x Q(x**2)``
     for |x| < 1, ``sign(x) (1 - P(|x| - 2.375))`` up to 3.92, ±1 beyond. NaN unchanged."""
@@ -288,7 +287,7 @@ _V0, _V1, _V2, _V3 = _reduction_tables()
 _PIO2 = 1.5707963267948966
 
 
-@inlined(**_inline)
+@scalar_helper
 def _quadrant(x):
     """``(q, r)`` with ``|x| = (4j + q) pi/2 + r``, ``|r| <= pi/4`` in float64 (absolute error
     below 2**-70: Payne and Hanek's reduction, exact for every float32 whatever its size).
@@ -310,7 +309,7 @@ def _quadrant(x):
     return bitcast(t, np.int64(0)) & np.int64(3), f * _PIO2
 
 
-@inlined(**_inline)
+@scalar_helper
 def _sin_cos(r):
     """``(sin r, cos r)`` for ``|r| <= pi/4`` in float64, Taylor's series to ``r**11`` and
     ``r**12`` (truncation below 7e-12 relative)."""
@@ -320,7 +319,7 @@ def _sin_cos(r):
     return fma(r * z, s, r), fma(z * z, c, 1.0 - 0.5 * z)
 
 
-@inlined(**_inline)
+@scalar_helper
 def sin_f32(x):
     """``sin`` of a float32, 0.5 ulp after the final rounding for every float32 (exact
     argument reduction, :func:`_quadrant`). ±0 unchanged, inf and NaN give NaN."""
@@ -331,7 +330,7 @@ def sin_f32(x):
     return (_F(v) if x != 0 else x) if abs(x) < _INF32 else x - x
 
 
-@inlined(**_inline)
+@scalar_helper
 def cos_f32(x):
     """``cos`` of a float32, 0.5 ulp after the final rounding for every float32 (see
     :func:`sin_f32`). inf and NaN give NaN."""
@@ -362,7 +361,7 @@ _IA, _IB = _F(0.3340492844581604), _F(-0.053562816232442856)   # 1/(2s) within 4
 _W_MID, _W_SPLIT, _S_MID = _F(2.5), _F(5.0), _F(3.25)
 
 
-@inlined(**_inline)
+@scalar_helper
 def erf_inv_f32(y):
     """The inverse of ``erf`` for a float32 in float32 arithmetic, within 0.79 ulp (0.87 in
     units of 2**-149 for subnormal results; JAX's float32 ``erf_inv`` is 64 ulps off near ±1).
@@ -428,7 +427,7 @@ def erf_inv_f32(y):
 
 # ---------------------------------------------------------------- lgamma, digamma
 
-@inlined(**_inline)
+@scalar_helper
 def _log_full(d):
     """``log(d)`` to float64's precision (a few ulps; see :func:`_log_parts`): the series to
     ``s**21`` and ``e ln 2`` in two parts."""
@@ -438,7 +437,7 @@ def _log_full(d):
     return fma(e, _LN2_HI, fma(s, p, e * _LN2_LO))
 
 
-@inlined(**_inline)
+@scalar_helper
 def _sin_cos_pi(d):
     """``(sin(pi d), cos(pi d))`` in float64 for a float64 ``d`` holding a float32 (``d -
     round(d)`` is exact), reduced to a quarter period for :func:`_sin_cos`."""
@@ -460,7 +459,7 @@ def _sin_cos_pi(d):
 _HALF_LOG_2PI = 0.9189385332046728
 
 
-@inlined(**_inline)
+@scalar_helper
 def _shifted(x):
     """``(y, D, N)`` for ``x >= 0``: ``y = x + 8`` and ``D = x (x+1) ... (x+7)``, ``N = D'``
     (so ``N / D = sum 1/(x+k)``) where ``x < 8``; ``y = x`` and ``D = N = 1`` otherwise."""
@@ -473,7 +472,7 @@ def _shifted(x):
     return (x + 8.0 if small else x), (den if small else 1.0), (num if small else 0.0)
 
 
-@inlined(**_inline)
+@scalar_helper
 def lgamma_f32(x):
     """``log |gamma(x)|`` of a float32 in float64 arithmetic: Stirling's series at ``y >= 8``
     (``x`` shifted up by eight and the product divided out), the reflection formula below 0.
@@ -498,7 +497,7 @@ def lgamma_f32(x):
     return x if x != x else r
 
 
-@inlined(**_inline)
+@scalar_helper
 def digamma_f32(x):
     """``psi(x) = gamma'(x) / gamma(x)`` of a float32 in float64 arithmetic: the asymptotic
     series at ``y >= 8`` less ``sum 1/(x+k)`` (one division), the reflection formula below 0.

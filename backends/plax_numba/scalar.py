@@ -12,15 +12,12 @@ import math
 import numpy as np
 from numba import njit
 
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 
 _opts = dict(cache=True, nogil=True, error_model="numpy", inline="never")
 
 
-_inline = dict(_opts)  # (inlined(): LLVM inlines them)
-
-
-@inlined(**_inline)
+@scalar_helper
 def fmax(a, b):
     """XLA's ``max`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
     larger. One select, no branches, inlined: loops calling it (relu, clamps) vectorise."""
@@ -29,7 +26,7 @@ def fmax(a, b):
     return a if (a > b) | (a != a) | ((a == b) & (math.copysign(1.0, b) < 0.0)) else b
 
 
-@inlined(**_inline)
+@scalar_helper
 def fmin(a, b):
     """XLA's ``min`` on float scalars: NaN wins (``a``'s first), ``-0 < +0``, otherwise the
     smaller. One select, as :func:`fmax`."""
@@ -184,7 +181,7 @@ from plax_numba.f32_coefficients import (  # noqa: E402
     ROUNDER_BITS as _ROUNDER_BITS)
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def exp_f32(x):
     """``exp`` of a float32, branch-free (so loops calling it vectorise).
 
@@ -223,7 +220,7 @@ from plax_numba.f32_coefficients import (  # noqa: E402
     TBIG as _TBIG)
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def tanh_f32(x):
     """``tanh`` of a float32 without a libm call or ``exp``, branch-free (loops calling it
     vectorise).
@@ -249,7 +246,7 @@ def tanh_f32(x):
     return r if x == x else x  # NaN unchanged (the clamp may not keep it)
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def logistic_f32(x):
     """``1 / (1 + exp(-x))`` of a float32 without a libm call, branch-free.
 
@@ -266,7 +263,7 @@ def logistic_f32(x):
 
 # ---------------------------------------------------------------- nextafter
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def nextafter_f32(x, y):
     """``np.nextafter`` of float32 values, exactly, on the bit pattern (branch-free).
 
@@ -282,7 +279,7 @@ def nextafter_f32(x, y):
     return x + y if (x != x or y != y) else r
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def nextafter_f64(x, y):
     """``np.nextafter`` of float64 values, exactly (as :func:`nextafter_f32`)."""
     b = bitcast(x, np.int64(0))
@@ -294,7 +291,7 @@ def nextafter_f64(x, y):
     return x + y if (x != x or y != y) else r
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def fma_odd_f32(a, b, c):
     """``a * b + c`` of float16/bfloat16 values (held as float32) rounded to odd in float32,
     so that the one rounding to the narrow format that follows is the correctly rounded fma
@@ -325,7 +322,7 @@ def fma_odd_f32(a, b, c):
 _F16_MAGIC = np.float32(5.192296858534828e+33)   # 2**112: float16's exponent bias to float32's
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def f16_value(h):
     """The float32 value of the float16 whose bit pattern is ``h`` (a uint16), exactly.
 
@@ -342,7 +339,7 @@ def f16_value(h):
     return bitcast(np.int32(bitcast(r, np.int32(0)) | sign), np.float32(0))
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def f16_bits(x):
     """The uint16 bit pattern of the float16 nearest to the float32 ``x`` (ties to even).
 
@@ -369,7 +366,7 @@ def f16_bits(x):
 _SIGN32 = np.int32(-0x80000000)
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def round_f16(x):
     """``x`` rounded to float16 (ties to even), as a float32: ``f16_value(f16_bits(x))``,
     bit for bit (every float16 pattern, the midpoints and their neighbours, random float32
@@ -398,14 +395,14 @@ def round_f16(x):
     return big if abs(x) >= np.float32(65520.0) else r
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def bf16_value(h):
     """The float32 value of the bfloat16 whose bit pattern is ``h`` (a uint16): its 16 bits
     are float32's high half."""
     return bitcast(np.int32(np.int32(h) << np.int32(16)), np.float32(0))
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def bf16_bits(x):
     """The uint16 bit pattern of the bfloat16 nearest to the float32 ``x`` (ties to even; NaN
     gives a quiet NaN of the same sign, overflow +-inf), as ml_dtypes rounds. Branch-free."""
@@ -415,7 +412,7 @@ def bf16_bits(x):
     return np.uint16(nan if x != x else rounded)
 
 
-@inlined(cache=True, nogil=True, error_model="numpy")
+@scalar_helper
 def round_bf16(x):
     """``x`` rounded to bfloat16 (ties to even), as a float32."""
     return bf16_value(bf16_bits(x))

@@ -32,11 +32,10 @@ from numba import njit
 
 from plax.lax.bessel_series import hankel_coefficients, series_coefficients
 from plax_numba.compiled_once import twin
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.libm_free import exp_f64
 from plax_numba.scalar import constant_table, fma_f64 as fma
 
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 _INV_SQRT_2PI = 0.3989422804014327
 
 
@@ -75,7 +74,7 @@ _hankel0_32 = _polynomial(hankel_coefficients(0, _HANKEL32), "plax_i0_hankel32")
 _hankel1_32 = _polynomial(hankel_coefficients(1, _HANKEL32), "plax_i1_hankel32")
 
 
-@inlined(**_inline)
+@scalar_helper
 def bessel_i0e_f64(x):
     """``exp(-|x|) I0(x)`` of a float64 (``lax.bessel_i0e``); even, 0 at +-inf, NaN for NaN."""
     ax = abs(x)
@@ -87,7 +86,7 @@ def bessel_i0e_f64(x):
     return x if x != x else r
 
 
-@inlined(**_inline)
+@scalar_helper
 def bessel_i1e_f64(x):
     """``exp(-|x|) I1(x)`` of a float64 (``lax.bessel_i1e``); odd, +-0 at +-inf and 0, NaN
     for NaN."""
@@ -101,7 +100,7 @@ def bessel_i1e_f64(x):
     return x if (x != x or x == 0) else r
 
 
-@inlined(**_inline)
+@scalar_helper
 def bessel_i0e_f32(x):
     """``exp(-|x|) I0(x)`` of a float32: evaluated in float64 (its vectorisable ``exp``,
     :func:`plax_numba.libm_free.exp_f64`) and rounded once."""
@@ -113,7 +112,7 @@ def bessel_i0e_f32(x):
     return x if x != x else r
 
 
-@inlined(**_inline)
+@scalar_helper
 def bessel_i1e_f32(x):
     """``exp(-|x|) I1(x)`` of a float32: evaluated in float64 and rounded once (as
     :func:`bessel_i0e_f32`); odd, +-0 at +-0."""
@@ -136,7 +135,7 @@ _PSI_SERIES = _polynomial([-1 / 12, 1 / 120, -1 / 252, 1 / 240, -1 / 132, 691 / 
 _PSI_SHIFT = 10.0
 
 
-@inlined(**_inline)
+@scalar_helper
 def digamma_f64(x):
     """``psi(x) = gamma'(x) / gamma(x)`` of a float64 (``lax.digamma``).
 

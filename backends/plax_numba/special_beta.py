@@ -36,11 +36,10 @@ from numba import njit
 from plax_numba.compiled_once import compiled_once
 
 from plax.lax.special_series import BETA_FRACTION_TERMS, BETA_NORMAL_LIMIT, BETA_SERIES_TERMS
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.special_gamma import _stirling_correction
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 
 _EPS = 2.0 ** -53
 _EPS32 = 2.0 ** -40      # float32 results: iterations and prefactor to ~1e-12, far below its ulp
@@ -70,7 +69,7 @@ _HALF_LOG_2PI = 0.91893853320467274178    # log(2 pi) / 2
 _TINY = 1e-100          # below it the shifts' products could underflow: libm's lgamma
 
 
-@inlined(**_inline)
+@scalar_helper
 def _rising10(z):
     """``z (z+1) ... (z+9)``, so that ``lgamma(z) = lgamma(z + 10) - log(_rising10(z))``: a
     fixed number of products in a tree (a loop to the first ``z + n >= 10`` ran a data-
@@ -83,7 +82,7 @@ def _rising10(z):
     return ((p01 * p23) * (p45 * p67)) * p89
 
 
-@inlined(**_inline)
+@scalar_helper
 def _stirling_log(z):
     """``lgamma(z) - log(2 pi)/2`` for ``z >= 10`` by Stirling's series to ``z**-11``
     (truncation below 4e-16 there; one division)."""
@@ -122,7 +121,7 @@ def log_beta_parts(a, b):
             - _HALF_LOG_2PI, _rising10(a) / _rising10(c) * _rising10(b))
 
 
-@inlined(**_inline)
+@scalar_helper
 def _log_beta_times(a, b, v, eps):
     """``lgamma(a + b) - lgamma(a) - lgamma(b) + log(v)`` (``v > 0``): for the float32 path
     (``eps`` above 2**-53) from :func:`log_beta_parts` with one logarithm; for float64 from
@@ -133,7 +132,7 @@ def _log_beta_times(a, b, v, eps):
     return l + math.log(v * m)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _inverse_beta(a, b):
     """``Gamma(a + b) / (Gamma(a) Gamma(b))`` from libm's ``gamma`` (for ``a + b < 171.6``), or
     0 where that fails: ``Gamma(a) Gamma(b)`` overflows for a tiny ``a`` beside ``b`` near 171
@@ -304,7 +303,7 @@ def _fractions(a, b, x, eps):
     return 1.0 - t if flip else t
 
 
-@inlined(**_inline)
+@scalar_helper
 def _betainc_f64(a, b, x):
     """``I_x(a, b)`` of float64 operands (``lax.betainc``)."""
     return betainc_core(a, b, x, _EPS)
@@ -314,7 +313,7 @@ betainc_f64 = compiled_once(_betainc_f64, "float64(float64, float64, float64)",
                             __name__, "betainc_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _betainc_f32(a, b, x):
     """``I_x(a, b)`` of float32 operands, in float64 to ``2**-40`` relative (float32 keeps
     24 bits: what remains is its own rounding), rounded once."""

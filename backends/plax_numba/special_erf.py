@@ -31,11 +31,10 @@ import math
 import numpy as np
 
 from plax_numba.compiled_once import twin
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.libm_free import _log_full
 from plax_numba.scalar import fma_f64 as fma
 
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 
 # The coefficients are fitted by benchmarks/fit_erf_inv_f64.py (interpolation at Chebyshev
 # nodes in mpmath; each piece within 0.4 x 2**-53 of erfinv(y)/y once rounded to float64).
@@ -43,7 +42,7 @@ _inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM 
 # array that stops the caller's loop from vectorising.
 
 
-@inlined(**_inline)
+@scalar_helper
 def _near_zero(t):
     """``p`` for ``w < 2``, at ``t = w``."""
     p = fma(-3.209077339908504e-16, t, 1.6046655795227858e-15)
@@ -66,7 +65,7 @@ def _near_zero(t):
     return fma(p, t, 0.886226925452758)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _central(t):
     """``p`` for ``2 <= w < 6.25``, at ``t = w - 4.125``."""
     p = fma(-5.058126138254758e-19, t, 8.412396540881276e-19)
@@ -91,7 +90,7 @@ def _central(t):
     return fma(p, t, 1.8872102492009424)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _middle(t):
     """``p`` for ``6.25 <= w < 16``, at ``t = sqrt(w) - 3.25``."""
     p = fma(7.680200479077053e-09, t, -1.5305397964152548e-08)
@@ -116,7 +115,7 @@ def _middle(t):
     return fma(p, t, 3.0838856104922208)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _tail(t):
     """``p`` for ``w >= 16``, at ``t = sqrt(w) - 5``."""
     p = fma(-1.5439278197208357e-11, t, 4.2802433037309425e-11)
@@ -139,7 +138,7 @@ def _tail(t):
     return fma(p, t, 4.849906401408584)
 
 
-@inlined(**_inline)
+@scalar_helper
 def erf_inv_f64(y):
     """``erfinv(y)`` of a float64 (``lax.erf_inv``), within 2 ulps of erfinv (4 of SciPy's
     value): see the module docstring.

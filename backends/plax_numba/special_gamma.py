@@ -41,11 +41,10 @@ from plax_numba.compiled_once import compiled_once
 from plax.lax.special_series import (EULER, GAMMA_GRAD_FRACTION_TERMS, GAMMA_HUGE_SHAPE,
                                      GAMMA_MAX_TERMS, GAMMA_NEAR_CENTRE, LGAMMA1P_TAYLOR,
                                      STOP_TOLERANCE_F32, TEMME_C0)
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.special import digamma_f64
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 
 _EPS64 = 2.0 ** -53
 #: float32's tolerance: series and fractions stop at this relative change, 2**-16 of a
@@ -356,7 +355,7 @@ def igamma_grad_a_core(a, x, eps, log_max):
 _LOG_MAX32 = 88.72283935546875   # log(float32 max)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igamma_f64(a, x):
     """``P(a, x)`` of float64 operands (``lax.igamma``)."""
     return igamma_core(a, x, _EPS64)
@@ -365,7 +364,7 @@ def _igamma_f64(a, x):
 igamma_f64 = compiled_once(_igamma_f64, "float64(float64, float64)", __name__, "igamma_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igamma_f32(a, x):
     """``P(a, x)`` of float32 operands: float64's value to ``_EPS32``, rounded once."""
     return np.float32(igamma_core(np.float64(a), np.float64(x), _EPS32))
@@ -374,7 +373,7 @@ def _igamma_f32(a, x):
 igamma_f32 = compiled_once(_igamma_f32, "float32(float32, float32)", __name__, "igamma_f32")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igammac_f64(a, x):
     """``Q(a, x) = 1 - P(a, x)`` of float64 operands (``lax.igammac``)."""
     return igammac_core(a, x, _EPS64)
@@ -383,7 +382,7 @@ def _igammac_f64(a, x):
 igammac_f64 = compiled_once(_igammac_f64, "float64(float64, float64)", __name__, "igammac_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igammac_f32(a, x):
     """``Q(a, x)`` of float32 operands, rounded once from float64."""
     return np.float32(igammac_core(np.float64(a), np.float64(x), _EPS32))
@@ -392,7 +391,7 @@ def _igammac_f32(a, x):
 igammac_f32 = compiled_once(_igammac_f32, "float32(float32, float32)", __name__, "igammac_f32")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _random_gamma_grad_f64(a, x):
     """d(sample)/d(a) of a float64 gamma sample ``x`` (``lax.random_gamma_grad``)."""
     return random_gamma_grad_core(a, x, _EPS64, _LOG_MAX)
@@ -402,7 +401,7 @@ random_gamma_grad_f64 = compiled_once(_random_gamma_grad_f64, "float64(float64, 
                                       __name__, "random_gamma_grad_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _random_gamma_grad_f32(a, x):
     """d(sample)/d(a) of a float32 sample, in float64 with float32's underflow threshold (so
     the same elements skip iterating as in the float32 reference), rounded once."""
@@ -414,7 +413,7 @@ random_gamma_grad_f32 = compiled_once(_random_gamma_grad_f32, "float32(float32, 
                                       __name__, "random_gamma_grad_f32")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igamma_grad_a_f64(a, x):
     """``dP(a, x)/da`` of float64 operands (``lax.igamma_grad_a``)."""
     return igamma_grad_a_core(a, x, _EPS64, _LOG_MAX)
@@ -424,7 +423,7 @@ igamma_grad_a_f64 = compiled_once(_igamma_grad_a_f64, "float64(float64, float64)
                                   __name__, "igamma_grad_a_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _igamma_grad_a_f32(a, x):
     """``dP(a, x)/da`` of float32 operands, in float64, rounded once."""
     return np.float32(igamma_grad_a_core(np.float64(a), np.float64(x), _EPS32, _LOG_MAX))

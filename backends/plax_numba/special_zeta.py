@@ -30,12 +30,11 @@ from numba import njit
 from plax.lax.special_series import (EULER_MACLAURIN_DIVISORS, STOP_TOLERANCE_F32, ZETA_LARGE_Q,
                                      ZETA_LIFT_F32, ZETA_LIFT_F64)
 from plax_numba.compiled_once import compiled_once, twin
-from plax_numba.inlining import inlined
+from plax_numba.inlining import scalar_helper
 from plax_numba.libm_free import _log_full, exp_f64
 from plax_numba.special import digamma_f64
 
 _core = dict(cache=True, nogil=True, error_model="numpy", inline="never")
-_inline = dict(cache=True, nogil=True, error_model="numpy")  # (inlined(): LLVM inlines them)
 _EPS = 2.0 ** -53
 _EPS32 = STOP_TOLERANCE_F32   # float32's stopping tolerance: 2**-16 of its ulp
 
@@ -115,7 +114,7 @@ def polygamma_core(m, x, eps):
     return sign * math.gamma(m + 1.0) * zeta_core(m + 1.0, x, eps, lift)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _zeta_f64(s, q):
     """Hurwitz's ``zeta(s, q)`` of float64 operands (``lax.zeta``)."""
     return zeta_core(s, q, _EPS, ZETA_LIFT_F64)
@@ -138,7 +137,7 @@ _S_OVERFLOW = 2.5e13   # s**23 overflows float64 from here on (zeta_core's NaN, 
 _LOG_LIMIT = 1000.0 * math.log(2.0)   # exp_f64's range (the result's float32 rounding is 0/inf)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _power(b, s):
     """``b**-s`` in float64 for a positive finite ``b``, by the ``exp``/``log`` of
     :mod:`plax_numba.libm_free` (no libm call; relative error ~1e-15 times ``|s log b|``);
@@ -147,7 +146,7 @@ def _power(b, s):
     return exp_f64(min(max(d, -_LOG_LIMIT), _LOG_LIMIT))
 
 
-@inlined(**_inline)
+@scalar_helper
 def _zeta_fixed(s, q):
     """Hurwitz's zeta in float64 for ``s > 1`` and ``q > 0``: four direct terms and eight
     Euler-Maclaurin terms, no loop of data-dependent length and no libm call. Where
@@ -171,7 +170,7 @@ def _zeta_fixed(s, q):
     return total + (tail if _TWO_PI * a >= s else 0.0)
 
 
-@inlined(**_inline)
+@scalar_helper
 def zeta_f32(s, q):
     """Hurwitz's ``zeta(s, q)`` of float32 operands, in float64, rounded once; branch-free,
     so loops calling it vectorise.
@@ -225,7 +224,7 @@ def zeta_f32(s, q):
 zeta_f32_once = twin(zeta_f32, "float32(float32, float32)", __name__)
 
 
-@inlined(**_inline)
+@scalar_helper
 def _polygamma_f64(m, x):
     """``polygamma(m, x)`` of float64 operands (``lax.polygamma``)."""
     return polygamma_core(m, x, _EPS)
@@ -235,7 +234,7 @@ polygamma_f64 = compiled_once(_polygamma_f64, "float64(float64, float64)",
                               __name__, "polygamma_f64")
 
 
-@inlined(**_inline)
+@scalar_helper
 def _polygamma_f32(m, x):
     """``polygamma(m, x)`` of float32 operands, in float64, rounded once: for integer orders
     ``1 <= m <= 63`` and ``x > 0``, ``(-1)**(m+1) m! zeta(m + 1, x)`` by :func:`zeta_f32`'s
