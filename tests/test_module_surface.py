@@ -51,6 +51,21 @@ def test_hasattr_is_false_for_what_does_not_exist(name):
             getattr(plax, name)
 
 
+# JAX's top-level submodules (``jax.X`` after a bare ``import jax``) that plax has too
+_JAX_SUBMODULES = ("api_util", "core", "custom_batching", "custom_derivatives", "debug",
+                   "distributed", "dlpack", "dtypes", "errors", "experimental", "image", "lax",
+                   "nn", "numpy", "ops", "profiler", "random", "ref", "scipy", "sharding",
+                   "stages", "tree", "tree_util", "typing")
+
+
+def test_jaxs_submodules_are_attributes_after_a_bare_import():
+    # (in a fresh interpreter: here another test may have imported them already)
+    from subprocess_util import last_json, run_python
+    out = run_python("import json, types, plax; print(json.dumps({n: isinstance(getattr("
+                     f"plax, n, None), types.ModuleType) for n in {list(_JAX_SUBMODULES)!r}}}))")
+    assert [n for n, ok in last_json(out).items() if not ok] == []
+
+
 def test_every_lazy_submodule_loads():
     for name in plax._LAZY_SUBMODULES:
         assert isinstance(getattr(plax, name), types.ModuleType), name

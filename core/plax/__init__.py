@@ -44,7 +44,8 @@ tree_map = _tree_map  # the alias older JAX code (and the seed tutorials) use
 _LAZY_SUBMODULES = frozenset({"random", "test_util", "plugins", "api_util", "ad_checkpoint",
                                "debug", "debugger", "experimental", "scipy", "nn", "distributed",
                                "ops", "typing", "image", "custom_batching",
-                               "custom_derivatives", "stages", "memory", "flatten_util", "profiler"})
+                               "custom_derivatives", "stages", "memory", "flatten_util", "profiler",
+                               "dlpack"})
 # Names loaded on first use, with the module that defines them.
 _LAZY_NAMES = {"pure_callback": "plax.lax.callbacks", "float0": "plax.dtypes",
                "named_scope": "plax.named_scopes", "named_call": "plax.named_scopes",
